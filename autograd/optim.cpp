@@ -1,0 +1,88 @@
+// SGD and Adam: bookkeeping here, the per-element update in one fused backend kernel.
+#include "autograd/optim.h"
+
+#include "autograd/grad_mode.h"
+#include "ops/backend.h"
+#include "ops/factories.h"
+
+namespace sg::optim {
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    SG_CHECK(params_[i].defined(), "optimizer: parameter ", i, " is undefined");
+    SG_CHECK(params_[i].is_leaf() && params_[i].requires_grad(), "optimizer: parameter ", i,
+             " must be a leaf that requires grad");
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_) p.zero_grad();
+}
+
+namespace {
+void check_grad(size_t i, const Tensor& p, const Tensor& g) {
+  SG_CHECK(g.shape() == p.shape() && g.dtype() == p.dtype() && g.device() == p.device(), "optimizer: gradient of parameter ",
+           i, " (", g.shape(), " ", g.dtype(), " on ", g.device(), ") does not match the parameter (", p.shape(), " ",
+           p.dtype(), " on ", p.device(), ")");
+}
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params)), options(o) {
+  SG_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, "SGD: negative hyper-parameter");
+  SG_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "SGD: nesterov needs momentum > 0 and no dampening");
+  momentum_.resize(params_.size());
+  started_.assign(params_.size(), false);
+}
+
+void SGD::step() {
+  NoGradGuard guard;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    check_grad(i, p, g);
+    if (options.momentum > 0 && !momentum_[i].defined()) momentum_[i] = zeros_like(p);
+    detail::SgdParams h;
+    h.lr = options.lr;
+    h.momentum = options.momentum;
+    h.dampening = options.dampening;
+    h.weight_decay = options.weight_decay;
+    h.nesterov = options.nesterov;
+    h.first_step = !started_[i];
+    detail::backend_for(p.device()).sgd_step(p, g, momentum_[i], h);
+    p.impl().storage->version++;
+    started_[i] = true;
+  }
+}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Optimizer(std::move(params)), options(o) {
+  SG_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, "Adam: negative hyper-parameter");
+  SG_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "Adam: betas must be in [0, 1)");
+  for (const Tensor& p : params_) {
+    exp_avg_.push_back(zeros_like(p));
+    exp_avg_sq_.push_back(zeros_like(p));
+  }
+}
+
+void Adam::step() {
+  NoGradGuard guard;
+  ++step_;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    check_grad(i, p, g);
+    detail::AdamParams h;
+    h.lr = options.lr;
+    h.beta1 = options.beta1;
+    h.beta2 = options.beta2;
+    h.eps = options.eps;
+    h.weight_decay = options.weight_decay;
+    h.decoupled_weight_decay = options.decoupled_weight_decay;
+    h.step = step_;
+    detail::backend_for(p.device()).adam_step(p, g, exp_avg_[i], exp_avg_sq_[i], h);
+    p.impl().storage->version++;
+  }
+}
+
+}  // namespace sg::optim

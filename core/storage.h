@@ -1,0 +1,44 @@
+// Storage: one contiguous allocation on one device, shared by the tensors that view it.
+// Host memory comes from an aligned malloc; device memory from the CUDA caching allocator.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "types.h"
+
+namespace sg {
+
+struct Storage {
+  Storage(size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  /// Bumped by every in-place write (optimizer steps, copy_, fill_): autograd uses it to
+  /// detect a saved tensor that was modified before backward.
+  std::atomic<uint64_t> version{0};
+};
+
+/// Counters of a device's caching allocator (`sg::cuda::allocator_stats()`).
+struct AllocatorStats {
+  size_t bytes_in_use = 0;        ///< bytes held by live tensors (rounded block sizes)
+  size_t bytes_cached = 0;        ///< bytes in free lists, ready for reuse
+  size_t peak_bytes_in_use = 0;
+  uint64_t num_device_mallocs = 0;  ///< real cudaMalloc calls
+  uint64_t num_device_frees = 0;    ///< real cudaFree calls
+  uint64_t num_allocations = 0;     ///< requests served (from cache or cudaMalloc)
+  uint64_t num_cache_hits = 0;
+};
+
+namespace detail {
+/// Raw allocation entry points used by Storage; CUDA ones live in cuda/allocator.cpp.
+void* device_allocate(Device device, size_t nbytes);
+void device_free(Device device, void* ptr, size_t nbytes);
+}  // namespace detail
+
+}  // namespace sg

@@ -1,0 +1,158 @@
+// sg::Tensor: a cheap handle (shared_ptr<TensorImpl>) with value semantics, like
+// torch::Tensor. Contiguous row-major storage on cpu or cuda:N, float32 or float64, and a
+// Structure tag. Autograd state (requires_grad, grad, the record that produced it) lives
+// on the impl; the tape itself is in autograd/.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "storage.h"
+#include "types.h"
+
+namespace sg {
+
+namespace autograd {
+struct Node;
+}
+
+/// Options for factories, chainable like libtorch's:
+/// `sg::zeros({2, 3}, sg::TensorOptions().dtype(sg::kFloat64).device("cuda:0"))`.
+/// A DType or a Device converts to TensorOptions, so `sg::ones({3}, sg::kFloat64)` works.
+struct TensorOptions {
+  DType dtype_ = DType::Float32;
+  Device device_ = Device();
+  bool requires_grad_ = false;
+
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}
+  TensorOptions(Device d) : device_(d) {}
+  TensorOptions(const char* d) : device_(d) {}
+
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  DType dtype = DType::Float32;
+  Structure structure = Structure::Dense;
+
+  // Autograd state.
+  bool requires_grad = false;             // set on leaves by the user
+  std::shared_ptr<TensorImpl> grad;       // accumulated gradient of a leaf
+  std::shared_ptr<autograd::Node> grad_fn;  // the record that produced this tensor, if any
+  uint32_t output_nr = 0;                 // which output of grad_fn this is
+
+  int64_t numel() const { return shape_numel(shape); }
+  Device device() const { return storage->device; }
+};
+
+class Tensor {
+ public:
+  /// An undefined tensor (like a default torch::Tensor). `defined()` is false.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  /// Allocates an uninitialised tensor. Prefer the factories (sg::zeros, sg::randn, ...).
+  static Tensor empty(const Shape& shape, TensorOptions options = {});
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  int64_t dim() const { return static_cast<int64_t>(impl().shape.size()); }
+  /// Size of dimension `d`; negative d counts from the end.
+  int64_t size(int64_t d) const;
+  int64_t numel() const { return impl().numel(); }
+  DType dtype() const { return impl().dtype; }
+  Device device() const { return impl().device(); }
+  Structure structure() const { return impl().structure; }
+  bool is_cuda() const { return device().is_cuda(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
+
+  /// Raw pointer to the first element (host or device memory).
+  void* data_ptr() const { return impl().storage->data; }
+  /// Typed pointer; throws sg::Error when T does not match dtype().
+  template <typename T>
+  T* data() const;
+
+  // ---- moving data -------------------------------------------------------------------
+  /// Copy to another device (returns *this when already there). Differentiable.
+  Tensor to(Device device) const;
+  /// Convert to another dtype (returns *this when already of it). Differentiable.
+  Tensor to(DType dtype) const;
+  /// The value of a one-element tensor; throws sg::Error otherwise. Synchronises.
+  double item() const;
+  /// All elements as doubles, row-major. Synchronises when on a device.
+  std::vector<double> to_vector() const;
+  template <typename T>
+  std::vector<T> to_vector_as() const;
+  /// A contiguous copy with the same shape, dtype, device and structure (not recorded).
+  Tensor clone() const;
+
+  // ---- autograd ----------------------------------------------------------------------
+  bool requires_grad() const;
+  /// Marks a leaf as a parameter whose gradient is accumulated into grad().
+  /// Throws on a non-leaf. Returns *this. Example: `auto w = sg::randn({3, 3}).requires_grad_();`
+  Tensor& requires_grad_(bool requires = true);
+  /// True when no recorded op produced this tensor.
+  bool is_leaf() const;
+  /// The accumulated gradient (undefined until a backward reaches this leaf). It has the
+  /// structure of this tensor: grad of an UpperTriangular is upper, of a Symmetric symmetric.
+  Tensor grad() const;
+  /// Drops the accumulated gradient (like libtorch's zero_grad(set_to_none=true)).
+  void zero_grad();
+  /// Sets the accumulated gradient (used by optimizers and distributed training).
+  void set_grad(const Tensor& g);
+  /// A tensor sharing this storage, outside any graph and not requiring grad.
+  Tensor detach() const;
+  /// Reverse-mode pass from this scalar (or with an explicit upstream gradient of this
+  /// shape). Consumes the records it walks unless retain_graph. Example: `loss.backward();`
+  void backward(bool retain_graph = false) const;
+  void backward(const Tensor& gradient, bool retain_graph = false) const;
+
+  /// The same values as a Dense tensor (forgets the structure). Differentiable identity.
+  Tensor dense() const;
+
+  // ---- in-place writes (not recorded; bump the storage version) ---------------------
+  /// Copies `src` (same shape, dtype and device) into this tensor.
+  Tensor& copy_(const Tensor& src);
+  /// Sets every element to `value`.
+  Tensor& fill_(double value);
+
+  /// Internal access to the impl.
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  /// True when both handles refer to the same impl.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Prints "Tensor(shape=[2, 2], dtype=float32, device=cpu, structure=Dense)" and the values.
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+namespace detail {
+/// A new tensor impl with fresh storage, no autograd state.
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure = Structure::Dense);
+/// A new tensor viewing `t`'s storage with another shape and/or structure tag.
+Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure);
+/// Checks that all tensors are defined, on one device and of one dtype; `op` names the caller.
+void check_same_device_dtype(const char* op, const Tensor& a, const Tensor& b);
+}  // namespace detail
+
+template <typename T>
+T* Tensor::data() const {
+  constexpr DType want = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
+  SG_CHECK(dtype() == want, "data<T>: tensor has dtype ", dtype(), ", requested ", dtype_name(want));
+  return static_cast<T*>(data_ptr());
+}
+
+}  // namespace sg

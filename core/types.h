@@ -1,0 +1,61 @@
+// The small value types every tensor carries: DType, Device, Structure and Shape,
+// with their printing. Nothing here allocates device memory or depends on CUDA.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "error.h"
+
+namespace sg {
+
+/// Element type. Example: `sg::zeros({2, 2}, sg::kFloat64)`.
+enum class DType : uint8_t { Float32, Float64 };
+constexpr DType kFloat32 = DType::Float32;
+constexpr DType kFloat64 = DType::Float64;
+
+/// Bytes per element of `dtype`. Example: `sg::element_size(sg::kFloat64) == 8`.
+size_t element_size(DType dtype);
+/// "float32" or "float64".
+const char* dtype_name(DType dtype);
+
+enum class DeviceType : uint8_t { CPU, CUDA };
+
+/// Where a tensor lives: `cpu` or `cuda:N`. Example: `sg::Device("cuda:0")`.
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+
+  Device() = default;
+  Device(DeviceType t, int i = 0) : type(t), index(i) {}
+  /// Parses "cpu", "cuda" (= cuda:0) or "cuda:N"; throws sg::Error otherwise.
+  Device(const std::string& spec);
+  Device(const char* spec) : Device(std::string(spec)) {}
+
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  std::string str() const;
+  bool operator==(const Device& o) const { return type == o.type && (type == DeviceType::CPU || index == o.index); }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+};
+const Device kCPU{DeviceType::CPU, 0};
+const Device kCUDA{DeviceType::CUDA, 0};
+
+/// The structure tag of a matrix (DESIGN §1). Structured tensors are square and keep their
+/// invariant through every op: Upper has exact zeros below the diagonal, Symmetric is
+/// mirrored bit for bit. Storage is always the full n×n row-major matrix.
+enum class Structure : uint8_t { Dense, UpperTriangular, Symmetric };
+const char* structure_name(Structure s);
+
+/// Tensor shape, outermost dimension first. Printed as [2, 5].
+using Shape = std::vector<int64_t>;
+int64_t shape_numel(const Shape& shape);
+std::string shape_str(const Shape& shape);
+
+std::ostream& operator<<(std::ostream& out, DType d);
+std::ostream& operator<<(std::ostream& out, const Device& d);
+std::ostream& operator<<(std::ostream& out, Structure s);
+
+}  // namespace sg

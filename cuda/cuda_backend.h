@@ -1,0 +1,56 @@
+// The CUDA backend: one sg::detail::Backend per device, queuing every kernel, copy and
+// cuBLAS call on that device's library stream. This header includes no CUDA header, so
+// ops/backend.cpp can name cuda_backend() in builds without CUDA (cuda/no_cuda/ then throws).
+#pragma once
+
+#include "ops/backend.h"
+
+namespace sg::detail {
+
+class Backend;
+/// The backend of cuda:`device`, created on first use; throws sg::Error when the device does
+/// not exist or structgrad was built without CUDA.
+Backend& cuda_backend(int device);
+
+namespace cuda {
+
+/// Thrust for elementwise maps, own kernels for reductions, layout and structure ops,
+/// cuBLAS for Dense·Dense products, the structured GEMM (cuda/structured_gemm.h) otherwise.
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+
+  void fill(Tensor& out, double value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void copy_from_host(const void* host, Tensor& dst) override;
+  void copy_to_host(const Tensor& src, void* host) override;
+
+  void unary(UnaryOp op, const Tensor& x, Tensor& out, double alpha) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast2D& bc,
+              double alpha) override;
+  void sum(const Tensor& x, Tensor& out, int64_t outer, int64_t reduce, int64_t inner) override;
+
+  void transpose(const Tensor& x, Tensor& out) override;
+  void triu(const Tensor& x, Tensor& out, int64_t diagonal) override;
+  void symmetrize(const Tensor& x, Tensor& out) override;
+  void diagonal(const Tensor& x, Tensor& out) override;
+  void set_diagonal(const Tensor& x, const Tensor& d, Tensor& out) override;
+  int64_t find_structure_violation(const Tensor& x, Structure s) override;
+
+  void random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) override;
+
+  void gemm(const GemmProblem& p, DType dtype) override;
+
+  void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override;
+  void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                 const AdamParams& h) override;
+
+ private:
+  /// Throws unless `t` is defined and lives on this backend's device; `op` names the caller.
+  void expect_on_device(const char* op, const Tensor& t) const;
+
+  int device_;
+};
+
+}  // namespace cuda
+}  // namespace sg::detail

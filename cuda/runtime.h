@@ -1,0 +1,35 @@
+// The library's per-device CUDA state: one non-blocking stream per device on which every
+// kernel, copy and cuBLAS call is queued, a cuBLAS handle per (thread, device) bound to that
+// stream, and a guard that makes a device current. Internal to the CUDA backend.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "cuda/check.h"
+
+namespace sg::detail::cuda {
+
+/// The library stream of `device` (created on first use, never destroyed).
+cudaStream_t stream(int device);
+/// A cuBLAS handle for this thread and device, bound to stream(device), with its
+/// workspace taken from the caching allocator.
+cublasHandle_t cublas_handle(int device);
+/// Multiprocessor count of `device` (cached).
+int sm_count(int device);
+/// Throws sg::Error unless `device` exists ("cuda:3 is not available: 1 CUDA device(s) found").
+void check_device(int device);
+
+/// Makes `device` current for the scope, restoring the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace sg::detail::cuda

@@ -1,0 +1,125 @@
+// Factories and the global counter-based generator.
+#include "ops/factories.h"
+
+#include <cmath>
+#include <mutex>
+
+#include "ops/op_util.h"
+
+namespace sg {
+
+namespace {
+struct Generator {
+  std::mutex mutex;
+  uint64_t seed = 0x5EEDC0FFEEull;
+  uint64_t offset = 0;
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+
+Tensor make(const Shape& shape, const TensorOptions& o) {
+  return detail::make_tensor(shape, o.dtype_, o.device_);
+}
+Tensor finish(Tensor t, const TensorOptions& o) {
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+}  // namespace
+
+namespace detail {
+std::pair<uint64_t, uint64_t> reserve_random(uint64_t count) {
+  Generator& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  const uint64_t first = g.offset;
+  g.offset += count;
+  return {g.seed, first};
+}
+}  // namespace detail
+
+void manual_seed(uint64_t seed) {
+  Generator& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  g.seed = seed;
+  g.offset = 0;
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+  Tensor t = make(shape, options);
+  if (t.numel() > 0) detail::backend_of(t).fill(t, value);
+  return finish(t, options);
+}
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device())); }
+
+Tensor eye(int64_t n, TensorOptions options) {
+  SG_CHECK(n >= 0, "eye: negative size ", n);
+  Tensor z = zeros({n, n}, options.requires_grad(false));
+  Tensor out = make({n, n}, options);
+  if (n > 0) detail::backend_of(z).set_diagonal(z, ones({n}, options.requires_grad(false)), out);
+  return finish(out, options);
+}
+
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options) {
+  SG_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
+           " values do not fill shape ", shape);
+  Tensor host = detail::make_tensor(shape, options.dtype_, kCPU);
+  if (options.dtype_ == DType::Float64) {
+    std::copy(values.begin(), values.end(), static_cast<double*>(host.data_ptr()));
+  } else {
+    float* p = static_cast<float*>(host.data_ptr());
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<float>(values[i]);
+  }
+  return finish(host.to(options.device_), options);
+}
+
+Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions options) {
+  return from_vector(std::vector<double>(values.begin(), values.end()), shape, options);
+}
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  SG_CHECK(step != 0, "arange: step must be non-zero");
+  const double count = std::ceil((end - start) / step);
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<double>(i);
+  return from_vector(v, {n}, options);
+}
+Tensor arange(int64_t n, TensorOptions options) { return arange(0.0, static_cast<double>(n), 1.0, options); }
+
+Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
+  return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, options);
+}
+
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options) {
+  const int64_t r = static_cast<int64_t>(rows.size());
+  const int64_t c = r ? static_cast<int64_t>(rows.begin()->size()) : 0;
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(r * c));
+  for (const auto& row : rows) {
+    SG_CHECK(static_cast<int64_t>(row.size()) == c, "tensor: rows of unequal length (", row.size(), " vs ", c, ")");
+    v.insert(v.end(), row.begin(), row.end());
+  }
+  return from_vector(v, {r, c}, options);
+}
+
+namespace {
+Tensor random_tensor(const Shape& shape, TensorOptions options, detail::RandomKind kind) {
+  Tensor t = make(shape, options);
+  const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(t.numel()));
+  if (t.numel() > 0) detail::backend_of(t).random(t, kind, seed, offset);
+  return finish(t, options);
+}
+}  // namespace
+
+Tensor rand(const Shape& shape, TensorOptions options) {
+  return random_tensor(shape, options, detail::RandomKind::Uniform);
+}
+Tensor randn(const Shape& shape, TensorOptions options) {
+  return random_tensor(shape, options, detail::RandomKind::Normal);
+}
+
+}  // namespace sg

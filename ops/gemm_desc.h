@@ -1,0 +1,65 @@
+// The structured-GEMM descriptors shared by every backend (DESIGN §5):
+//   C[m×n] = alpha · op(A)[m×k] · op(B)[k×n],  op(X) = X or Xᵀ,
+// where each operand says which structure op(X) has and the output says which part of C
+// is computed. One kernel family (CPU blocked Eigen, CUDA tiled) serves every forward and
+// backward product through these descriptors.
+#pragma once
+
+#include <cstdint>
+
+namespace sg::detail {
+
+/// Structure of op(X) as the kernel reads it.
+///  Dense:     every entry.
+///  Upper:     op(X)[i][j] == 0 for j < i; the zero triangle is never read.
+///  Lower:     op(X)[i][j] == 0 for j > i (e.g. Uᵀ of an UpperTriangular U, trans = true).
+///  Symmetric: op(X) == op(X)ᵀ, read from the upper triangle of the storage only
+///             (S[i][j] = i <= j ? s[i][j] : s[j][i]); `trans` is irrelevant.
+enum class OperandKind : uint8_t { Dense, Upper, Lower, Symmetric };
+
+/// Which part of C is computed.
+///  Full:      every entry of C.
+///  Upper:     entries i <= j; entries below the diagonal are written as exact zeros.
+///  Symmetric: entries i <= j are computed and mirrored bit for bit into j > i (valid only
+///             when the product is symmetric, e.g. gram(a) = a·aᵀ).
+enum class OutputMask : uint8_t { Full, Upper, Symmetric };
+
+struct GemmOperand {
+  OperandKind kind = OperandKind::Dense;
+  bool trans = false;  ///< op(X) = Xᵀ: the storage is [k, m] (for A) or [n, k] (for B)
+};
+
+/// A fully resolved product on raw row-major buffers (what a kernel receives).
+/// Leading dimensions are the storage row lengths: lda = trans_a ? m : k, ldb = trans_b ? k : n.
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0;
+  GemmOperand a, b;
+  OutputMask mask = OutputMask::Full;
+  double alpha = 1.0;
+  const void* a_data = nullptr;
+  const void* b_data = nullptr;
+  void* c_data = nullptr;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+};
+
+/// Range of k in which both op(A)[row block] and op(B)[col block] can be non-zero, for the
+/// output block rows [row0, row1) × cols [col0, col1). Upper·Upper: k in [row0, col1).
+/// Returns an empty range (k_end <= k_begin) when the block of C is structurally zero.
+struct KRange {
+  int64_t begin, end;
+};
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline KRange structured_k_range(OperandKind a, OperandKind b, int64_t row0, int64_t row1,
+                                 int64_t col0, int64_t col1, int64_t k) {
+  int64_t begin = 0, end = k;
+  if (a == OperandKind::Upper) begin = row0;                        // op(A)[i][p] != 0 needs p >= i
+  if (a == OperandKind::Lower) end = row1 < end ? row1 : end;       // needs p <= i
+  if (b == OperandKind::Lower && col0 > begin) begin = col0;        // op(B)[p][j] != 0 needs p >= j
+  if (b == OperandKind::Upper && col1 < end) end = col1;            // needs p <= j
+  if (end < begin) end = begin;
+  return {begin, end};
+}
+
+}  // namespace sg::detail

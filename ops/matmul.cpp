@@ -1,0 +1,185 @@
+// Structured matrix products and their backward, all through one structured GEMM.
+//
+// The dispatch table below maps (lhs structure, rhs structure) to the result's structure
+// and the output mask; the device's backend then runs the product (CPU: Eigen GEMM for
+// Dense·Dense, the blocked structured GEMM otherwise; CUDA: cuBLAS for Dense·Dense, the
+// structured kernel otherwise). Every product, forward and backward, is one call
+//   C = alpha · op(A) · op(B)
+// with operand descriptors (Dense / Upper / Lower / Symmetric, transposed or not) and an
+// output mask, so backward computes only what each input's structure needs:
+//   dA = proj_A(G · op(B)ᵀ),  dB = proj_B(op(A)ᵀ · G),  G projected onto C's structure,
+// where proj for an Upper input is the Upper output mask (only i <= j is computed), and
+// for a Symmetric input the full product followed by (X + Xᵀ)/2.
+#include "ops/matmul.h"
+
+#include "autograd/node.h"
+#include "ops/elementwise.h"
+#include "ops/op_util.h"
+#include "ops/shape.h"
+
+namespace sg {
+
+using detail::GemmOperand;
+using detail::OperandKind;
+using detail::OutputMask;
+
+namespace {
+
+struct MatmulRule {
+  Structure result;
+  OutputMask mask;
+};
+
+// (lhs, rhs) → result. Only Upper·Upper keeps a structure: S·T is symmetric only when S
+// and T commute, and U·S, S·U, U·D… have no zero pattern to keep.
+//                                   rhs: Dense                              Upper                                   Symmetric
+constexpr MatmulRule kMatmulTable[3][3] = {
+    /* lhs Dense     */ {{Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}},
+    /* lhs Upper     */ {{Structure::Dense, OutputMask::Full}, {Structure::UpperTriangular, OutputMask::Upper}, {Structure::Dense, OutputMask::Full}},
+    /* lhs Symmetric */ {{Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}},
+};
+
+const MatmulRule& matmul_rule(Structure a, Structure b) {
+  return kMatmulTable[static_cast<int>(a)][static_cast<int>(b)];
+}
+
+/// The descriptor of op(X) for a tensor of structure s read transposed or not.
+GemmOperand operand(Structure s, bool trans) {
+  switch (s) {
+    case Structure::Dense: return {OperandKind::Dense, trans};
+    case Structure::UpperTriangular: return {trans ? OperandKind::Lower : OperandKind::Upper, trans};
+    case Structure::Symmetric: return {OperandKind::Symmetric, false};
+  }
+  return {OperandKind::Dense, trans};
+}
+
+OutputMask mask_for_gradient(Structure input) {
+  return input == Structure::UpperTriangular ? OutputMask::Upper : OutputMask::Full;
+}
+
+Structure structure_of(OutputMask mask) {
+  switch (mask) {
+    case OutputMask::Upper: return Structure::UpperTriangular;
+    case OutputMask::Symmetric: return Structure::Symmetric;
+    default: return Structure::Dense;
+  }
+}
+
+/// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
+Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha) {
+  const int64_t m = da.trans ? a.size(1) : a.size(0);
+  const int64_t k = da.trans ? a.size(0) : a.size(1);
+  const int64_t n = db.trans ? b.size(0) : b.size(1);
+  Tensor c = detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
+  if (m == 0 || n == 0) return c;
+  detail::GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = da;
+  p.b = db;
+  p.mask = mask;
+  p.alpha = alpha;
+  p.a_data = a.data_ptr();
+  p.b_data = b.data_ptr();
+  p.c_data = c.data_ptr();
+  p.lda = a.size(1);
+  p.ldb = b.size(1);
+  p.ldc = n;
+  detail::backend_of(a).gemm(p, a.dtype());
+  return c;
+}
+
+/// Projects a full gradient product onto a Symmetric input's subspace.
+Tensor finish_gradient(const Tensor& full, Structure input) {
+  return input == Structure::Symmetric ? Tensor(sym(full)) : full;
+}
+
+/// The differentiable product C = op(a)·op(b) with the structure rule of the table.
+Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool tb) {
+  const Structure sa = a.structure(), sb = b.structure();
+  const GemmOperand da = operand(sa, ta), db = operand(sb, tb);
+  // Upper only when both op(a) and op(b) are upper (matmul's Upper·Upper).
+  const bool both_upper = da.kind == OperandKind::Upper && db.kind == OperandKind::Upper;
+  const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
+  Tensor c = gemm_raw(a, da, b, db, mask, 1.0);
+  if (!autograd::needs_record({a, b})) return c;
+
+  autograd::record(name, {a, b}, {c}, {a, b}, [sa, sb, ta, tb](autograd::BackwardContext& ctx) {
+    const Tensor& g = ctx.grad_outputs[0];  // has C's structure (upper for Upper·Upper)
+    const Tensor &a_saved = ctx.saved[0], &b_saved = ctx.saved[1];
+    Tensor da_grad, db_grad;
+    if (ctx.needs(0)) {
+      // dop(a) = G · op(b)ᵀ;  when a was read transposed, da = op(b) · Gᵀ.
+      da_grad = ta ? gemm_raw(b_saved, operand(sb, tb), g, operand(g.structure(), true), mask_for_gradient(sa), 1.0)
+                   : gemm_raw(g, operand(g.structure(), false), b_saved, operand(sb, !tb), mask_for_gradient(sa), 1.0);
+      da_grad = finish_gradient(da_grad, sa);
+    }
+    if (ctx.needs(1)) {
+      // dop(b) = op(a)ᵀ · G;  when b was read transposed, db = Gᵀ · op(a).
+      db_grad = tb ? gemm_raw(g, operand(g.structure(), true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
+                   : gemm_raw(a_saved, operand(sa, !ta), g, operand(g.structure(), false), mask_for_gradient(sb), 1.0);
+      db_grad = finish_gradient(db_grad, sb);
+    }
+    return std::vector<Tensor>{da_grad, db_grad};
+  });
+  return c;
+}
+
+void check_matrix(const char* op, const Tensor& t) {
+  SG_CHECK(t.dim() == 2, op, ": expected a matrix, got shape ", t.shape());
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_same_device_dtype("matmul", a, b);
+  SG_CHECK(a.dim() >= 1 && a.dim() <= 2 && b.dim() >= 1 && b.dim() <= 2, "matmul: shapes ", a.shape(), " and ",
+           b.shape(), " cannot be multiplied (expected vectors or matrices)");
+  SG_CHECK(a.shape().back() == b.shape()[0], "matmul: shapes ", a.shape(), " and ", b.shape(),
+           " cannot be multiplied");
+  if (a.dim() == 1) return reshape(matmul(reshape(a, {1, a.size(0)}), b), {-1});
+  if (b.dim() == 1) return reshape(matmul(a, reshape(b, {b.size(0), 1})), {-1});
+  const MatmulRule& rule = matmul_rule(a.structure(), b.structure());
+  Tensor c = product("matmul", a, false, b, false);
+  SG_CHECK(c.structure() == rule.result, "matmul: internal error, the product of ", a.structure(), " and ",
+           b.structure(), " came out ", c.structure());
+  return c;
+}
+
+UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b) {
+  return UpperTriangular(matmul(static_cast<const Tensor&>(a), static_cast<const Tensor&>(b)));
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  detail::check_same_device_dtype("linear", x, w);
+  check_matrix("linear", x);
+  check_matrix("linear", w);
+  SG_CHECK(x.size(1) == w.size(1), "linear: input of shape ", x.shape(), " does not fit weight of shape ", w.shape(),
+           " (expected input [batch, ", w.size(1), "])");
+  Tensor y = product("linear", x, false, w, true);
+  if (!bias.defined()) return y;
+  detail::check_same_device_dtype("linear", x, bias);
+  SG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ", bias.shape(),
+           " does not fit weight of shape ", w.shape());
+  return add(y, bias);
+}
+
+Symmetric gram(const Tensor& a) {
+  detail::check_defined("gram", a);
+  check_matrix("gram", a);
+  const Structure sa = a.structure();
+  Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), OutputMask::Symmetric, 1.0);
+  if (autograd::needs_record({a})) {
+    autograd::record("gram", {a}, {c}, {a}, [sa](autograd::BackwardContext& ctx) {
+      // d(a·aᵀ) with G symmetric: dA = (G + Gᵀ)·a = 2·G·a.
+      const Tensor& g = ctx.grad_outputs[0];
+      Tensor da = gemm_raw(g, operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false),
+                           mask_for_gradient(sa), 2.0);
+      return std::vector<Tensor>{finish_gradient(da, sa)};
+    });
+  }
+  return Symmetric(c);
+}
+
+}  // namespace sg

@@ -1,0 +1,93 @@
+// The per-element math of the fused optimizer steps (SGD with momentum/Nesterov, Adam and
+// AdamW), written once for host and device: the CPU backend's loop and the CUDA backend's
+// kernel both call these, so both devices apply the same formulas (PyTorch semantics).
+#pragma once
+
+#include <cmath>
+
+#include "backend.h"
+#include "functors.h"
+
+namespace sg::detail {
+
+// ---- SGD ------------------------------------------------------------------------------------
+//   g   = grad + weight_decay·param
+//   buf = first_step ? g : momentum·buf + (1 − dampening)·g        (when momentum != 0)
+//   g   = nesterov ? g + momentum·buf : buf                          (when momentum != 0)
+//   param −= lr·g
+
+/// SgdParams rounded once to the parameter's dtype.
+template <typename T>
+struct SgdCoefficients {
+  T lr, momentum, dampening, weight_decay;
+  bool use_momentum, nesterov, first_step;
+};
+
+template <typename T>
+inline SgdCoefficients<T> sgd_coefficients(const SgdParams& h) {
+  return {static_cast<T>(h.lr),           static_cast<T>(h.momentum), static_cast<T>(h.dampening),
+          static_cast<T>(h.weight_decay), h.momentum != 0.0,          h.nesterov,
+          h.first_step};
+}
+
+/// Returns the updated parameter; updates `momentum_buf` when c.use_momentum (it is not
+/// touched otherwise, so callers without a buffer may pass a dummy).
+template <typename T>
+SG_HD T sgd_update(T param, T grad, T& momentum_buf, const SgdCoefficients<T>& c) {
+  T g = grad;
+  if (c.weight_decay != T(0)) g += c.weight_decay * param;
+  if (c.use_momentum) {
+    momentum_buf = c.first_step ? g : c.momentum * momentum_buf + (T(1) - c.dampening) * g;
+    g = c.nesterov ? g + c.momentum * momentum_buf : momentum_buf;
+  }
+  return param - c.lr * g;
+}
+
+// ---- Adam / AdamW -------------------------------------------------------------------------
+//   decoupled (AdamW): param *= 1 − lr·weight_decay      otherwise: g = grad + weight_decay·param
+//   m = beta1·m + (1 − beta1)·g
+//   v = beta2·v + (1 − beta2)·g²
+//   param −= lr · (m / (1 − beta1^t)) / (sqrt(v / (1 − beta2^t)) + eps)
+
+/// AdamParams rounded once to the parameter's dtype, with the bias corrections of step t
+/// computed in double on the host.
+template <typename T>
+struct AdamCoefficients {
+  T lr, beta1, beta2, eps, weight_decay;
+  T bias_correction1, bias_correction2;  // 1 − beta1^t, 1 − beta2^t
+  bool decoupled_weight_decay;
+};
+
+template <typename T>
+inline AdamCoefficients<T> adam_coefficients(const AdamParams& h) {
+  const double t = static_cast<double>(h.step);
+  return {static_cast<T>(h.lr),
+          static_cast<T>(h.beta1),
+          static_cast<T>(h.beta2),
+          static_cast<T>(h.eps),
+          static_cast<T>(h.weight_decay),
+          static_cast<T>(1.0 - std::pow(h.beta1, t)),
+          static_cast<T>(1.0 - std::pow(h.beta2, t)),
+          h.decoupled_weight_decay};
+}
+
+/// Updates one parameter element and its two moment estimates in place.
+template <typename T>
+SG_HD void adam_update(T& param, T grad, T& exp_avg, T& exp_avg_sq, const AdamCoefficients<T>& c) {
+  using std::sqrt;
+  T g = grad;
+  if (c.weight_decay != T(0)) {
+    if (c.decoupled_weight_decay) {
+      param *= T(1) - c.lr * c.weight_decay;
+    } else {
+      g += c.weight_decay * param;
+    }
+  }
+  exp_avg = c.beta1 * exp_avg + (T(1) - c.beta1) * g;
+  exp_avg_sq = c.beta2 * exp_avg_sq + (T(1) - c.beta2) * g * g;
+  const T m_hat = exp_avg / c.bias_correction1;
+  const T v_hat = exp_avg_sq / c.bias_correction2;
+  param -= c.lr * m_hat / (sqrt(v_hat) + c.eps);
+}
+
+}  // namespace sg::detail
