@@ -22,3 +22,4 @@
 #include "core/eigen.h"
 #include "autograd/optim.h"
 #include "nn/progress.h"
+#include "nn/module.h"

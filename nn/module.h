@@ -1,0 +1,79 @@
+// Parameter containers and layers, like torch::nn: a Module registers named parameters and
+// submodules; parameters() collects them recursively; to(device) moves them in place (every
+// handle stays valid). Layers: Linear (dense), UpperLinear (y = x·Uᵀ + b with U
+// UpperTriangular) and SymmetricBilinear (q = xᵀSx with S Symmetric).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/tensor.h"
+#include "../ops/structure.h"
+
+namespace sg::nn {
+
+class Module {
+ public:
+  virtual ~Module() = default;
+
+  /// Registers `t` as a parameter (a leaf requiring grad) and returns it.
+  /// Example: `weight = register_parameter("weight", sg::randn({4, 4}));`
+  Tensor register_parameter(const std::string& name, Tensor t);
+  /// Registers a submodule; its parameters appear as "name.param".
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    children_.emplace_back(name, m);
+    return m;
+  }
+  /// Every parameter of this module and its submodules. Example: `sg::optim::Adam opt(model.parameters(), {});`
+  std::vector<Tensor> parameters() const;
+  /// Parameters with dotted names ("layer0.weight").
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  /// Moves every parameter to `device` in place (existing handles follow).
+  void to(Device device);
+  /// Converts every parameter to `dtype` in place.
+  void to(DType dtype);
+  /// Drops every parameter's gradient.
+  void zero_grad();
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+/// y = x·Wᵀ + b, W [out, in] dense. Example: `auto layer = std::make_shared<sg::nn::Linear>(16, 8);`
+class Linear : public Module {
+ public:
+  Linear(int64_t in, int64_t out, bool bias = true, TensorOptions options = {});
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;
+};
+
+/// y = x·Uᵀ + b with U UpperTriangular (n×n), initialised to the identity: the product runs
+/// the structured kernel and U.grad() stays upper. Example: `sg::nn::UpperLinear flow_layer(8);`
+class UpperLinear : public Module {
+ public:
+  explicit UpperLinear(int64_t n, bool bias = true, TensorOptions options = {});
+  Tensor forward(const Tensor& x) const;
+  UpperTriangular weight;
+  Tensor bias;
+};
+
+/// q_b = x_bᵀ S x_b for each row x_b of x [batch, n], S Symmetric (n×n), initialised to 0.
+/// Example: `sg::nn::SymmetricBilinear q(8); auto y = q.forward(x);  // [batch]`
+class SymmetricBilinear : public Module {
+ public:
+  explicit SymmetricBilinear(int64_t n, TensorOptions options = {});
+  Tensor forward(const Tensor& x) const;
+  Symmetric weight;
+};
+
+namespace detail {
+/// Replaces t's storage by a copy on `device` / of `dtype`, keeping the impl (and so every
+/// handle). Only for leaves outside any graph.
+void move_in_place(Tensor& t, Device device, DType dtype);
+}  // namespace detail
+
+}  // namespace sg::nn

@@ -1,0 +1,13 @@
+# Example programs run in small configurations; each exits non-zero when its final metric
+# misses its stated threshold. And a consumer project built against the installed package.
+if(SG_BUILD_EXAMPLES)
+  add_test(NAME example_gaussian_precision
+    COMMAND gaussian_precision --n 16 --samples 20000 --steps 200 --max-error 0.05 --quiet)
+  add_test(NAME example_quadratic_form COMMAND quadratic_form --n 8 --steps 300 --quiet)
+  add_test(NAME example_triangular_flow COMMAND triangular_flow --steps 1500 --quiet)
+  add_test(NAME example_kernelbench_triu COMMAND kernelbench_triu --n 192 --steps 2)
+  add_test(NAME example_kernelbench_symmetric COMMAND kernelbench_symmetric --n 192 --steps 2)
+endif()
+add_test(NAME install_and_consume
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${CMAKE_SOURCE_DIR} -DBUILD_DIR=${CMAKE_BINARY_DIR}
+          -DWORK_DIR=${CMAKE_BINARY_DIR}/consumer_test -P ${CMAKE_SOURCE_DIR}/tests/consumer/run.cmake)
