@@ -7,12 +7,31 @@
 
 namespace sg {
 
+namespace {
+std::atomic<size_t> host_bytes_in_use{0};
+std::atomic<size_t> host_peak{0};
+std::atomic<uint64_t> host_allocations{0};
+}  // namespace
+
+AllocatorStats host_memory_stats() {
+  AllocatorStats s;
+  s.bytes_in_use = host_bytes_in_use.load();
+  s.peak_bytes_in_use = host_peak.load();
+  s.num_allocations = host_allocations.load();
+  return s;
+}
+
 Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
   if (bytes == 0) return;
   if (dev.is_cpu()) {
     const size_t rounded = (bytes + 63) / 64 * 64;
     data = std::aligned_alloc(64, rounded);
     SG_CHECK(data != nullptr, "cpu allocator: out of memory allocating ", bytes, " bytes");
+    const size_t now = host_bytes_in_use += bytes;
+    host_allocations++;
+    size_t peak = host_peak.load();
+    while (now > peak && !host_peak.compare_exchange_weak(peak, now)) {
+    }
   } else {
     data = detail::device_allocate(dev, bytes);
   }
@@ -22,6 +41,7 @@ Storage::~Storage() {
   if (!data) return;
   if (device.is_cpu()) {
     std::free(data);
+    host_bytes_in_use -= nbytes;
   } else {
     try {
       detail::device_free(device, data, nbytes);

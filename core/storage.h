@@ -35,6 +35,10 @@ struct AllocatorStats {
   uint64_t num_cache_hits = 0;
 };
 
+/// Counters of host (CPU) tensor memory: bytes held by live storages and allocations made.
+/// Example: `auto before = sg::host_memory_stats().bytes_in_use;`
+AllocatorStats host_memory_stats();
+
 namespace detail {
 /// Raw allocation entry points used by Storage; CUDA ones live in cuda/allocator.cpp.
 void* device_allocate(Device device, size_t nbytes);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build (sm_90), the whole test suite, compute-sanitizer over
+# the GPU tests, and the benchmarks side by side with cuBLAS and PyTorch. Logs go to $OUT;
+# a short table is printed last. Usage: scripts/device_run.sh [stages...] (default: all)
+#   stages: build test sanitize bench anchors
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/sg_out}
+mkdir -p "$OUT"
+stages=${*:-build test sanitize bench anchors}
+build=build-device
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+has() { [[ " $stages " == *" $1 "* ]]; }
+
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -2; } \
+  > "$OUT/device.txt" 2>&1
+cat "$OUT/device.txt"
+
+if has build; then
+  t0=$(date +%s)
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
+    cmake --build $build -j16 >> "$OUT/build.log" 2>&1
+  rc=$?
+  grep -E "registers|spill|error" "$OUT/build.log" | grep -v "^--" | head -40 > "$OUT/ptxas.txt"
+  note "build rc=$rc ($(( $(date +%s) - t0 ))s)"
+  [ $rc -ne 0 ] && { tail -40 "$OUT/build.log"; printf '%s\n' "${summary[@]}"; exit 1; }
+fi
+
+if has test; then
+  t0=$(date +%s)
+  (cd $build && timeout 400 ctest -j4 --output-on-failure --timeout 300 > "$OUT/ctest.log" 2>&1)
+  rc=$?
+  note "ctest rc=$rc ($(( $(date +%s) - t0 ))s): $(grep -E 'tests passed' "$OUT/ctest.log")"
+  grep -E "\(Failed\)|\(Timeout\)|Skipped" "$OUT/ctest.log" | head -30
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck; do
+    for t in test_cuda_gemm test_structured test_ops test_tensor test_cuda_runtime; do
+      [ -x $build/tests/$t ] || continue
+      filter='*cuda*:*Cuda*:*CUDA*:-*Large*'
+      [ $t = test_cuda_gemm ] && filter='-*Large*'
+      [ $tool = racecheck ] && [ $t != test_cuda_gemm ] && continue
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t --gtest_filter="$filter" \
+        > "$OUT/sanitizer_${tool}_$t.log" 2>&1
+      rc=$?
+      note "compute-sanitizer $tool $t rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_$t.log" | tail -1)"
+    done
+  done
+fi
+
+if has bench; then
+  [ -x $build/bench/bench_gemm_cuda ] && timeout 300 $build/bench/bench_gemm_cuda --csv "$OUT/bench_gemm_cuda.csv" \
+    > "$OUT/bench_gemm_cuda.txt" 2>&1
+  note "bench_gemm_cuda rc=$?"
+  [ -f bench/torch_structured.py ] && timeout 200 python3 bench/torch_structured.py > "$OUT/torch_structured.txt" 2>&1
+  note "torch_structured rc=$?"
+  for ex in kernelbench_triu kernelbench_symmetric; do
+    timeout 120 $build/examples/$ex --device cuda --steps 10 > "$OUT/$ex.txt" 2>&1
+    note "$ex rc=$?"
+  done
+fi
+
+if has anchors && [ -d .device/anchors ]; then
+  (cd .device/anchors && nvcc -O3 -arch=sm_90 anchor_bench.cu -lcublas -o /tmp/anchor_bench &&
+    timeout 200 /tmp/anchor_bench 4096) > "$OUT/anchor_bench.txt" 2>&1
+  note "anchor_bench rc=$?"
+fi
+
+echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
+for f in bench_gemm_cuda.txt torch_structured.txt kernelbench_triu.txt kernelbench_symmetric.txt; do
+  [ -f "$OUT/$f" ] && { echo "---- $f"; tail -25 "$OUT/$f"; }
+done
