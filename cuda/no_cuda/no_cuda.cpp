@@ -1,27 +1,35 @@
-// Compiled instead of cuda/ when structgrad is built without CUDA: the CUDA API answers
-// "not available", and anything that needs a device throws a clear sg::Error.
+// Compiled instead of everything in cuda/ when structgrad is built without CUDA: the CUDA
+// API answers "not available", and every call that needs a device throws one clear sg::Error
+// ("cuda::synchronize: structgrad was built without CUDA") instead of failing to link.
+#include <string>
+
 #include "core/cuda_runtime_api.h"
 #include "core/error.h"
+#include "core/storage.h"
 #include "cuda/cuda_backend.h"
 
-namespace sg {
 namespace {
-[[noreturn]] void no_cuda(const char* what) { SG_FAIL(what, ": structgrad was built without CUDA"); }
+[[noreturn]] void fail_without_cuda(const std::string& what) {
+  SG_FAIL(what, ": structgrad was built without CUDA");
+}
 }  // namespace
 
-namespace cuda {
+namespace sg::cuda {
+
 bool is_available() { return false; }
 int device_count() { return 0; }
 bool built_with_cuda() { return false; }
-void synchronize(int) { no_cuda("cuda::synchronize"); }
-AllocatorStats allocator_stats(int) { no_cuda("cuda::allocator_stats"); }
-void empty_cache() {}
-std::string device_name(int) { no_cuda("cuda::device_name"); }
-}  // namespace cuda
+void synchronize(int) { fail_without_cuda("cuda::synchronize"); }
+AllocatorStats allocator_stats(int) { fail_without_cuda("cuda::allocator_stats"); }
+void empty_cache() {}  // there is no cache to empty
+std::string device_name(int) { fail_without_cuda("cuda::device_name"); }
 
-namespace detail {
-void* device_allocate(Device device, size_t) { no_cuda(("allocating on " + device.str()).c_str()); }
-void device_free(Device, void*, size_t) {}
-Backend& cuda_backend(int device) { no_cuda(("cuda:" + std::to_string(device)).c_str()); }
-}  // namespace detail
-}  // namespace sg
+}  // namespace sg::cuda
+
+namespace sg::detail {
+
+void* device_allocate(Device device, size_t) { fail_without_cuda("allocating on " + device.str()); }
+void device_free(Device device, void*, size_t) { fail_without_cuda("freeing on " + device.str()); }
+Backend& cuda_backend(int device) { fail_without_cuda("cuda:" + std::to_string(device)); }
+
+}  // namespace sg::detail

@@ -1,0 +1,19 @@
+// Internal interface of the CUDA caching allocator (cuda/allocator.cpp) for the runtime:
+// its counters and cache release. device_allocate / device_free themselves are declared in
+// core/storage.h, because Storage calls them.
+#pragma once
+
+#include "core/storage.h"
+
+namespace sg::detail::cuda {
+
+/// The per-device tables of the runtime and the allocator hold this many devices.
+constexpr int kMaxDevices = 64;
+
+/// Counters of the caching allocator of `device` (zeros before its first allocation).
+AllocatorStats allocator_stats_of(int device);
+/// Returns every cached (free) block of every device to the driver, synchronising the
+/// library stream of each device that has cached blocks first.
+void release_all_cached_blocks();
+
+}  // namespace sg::detail::cuda

@@ -1,0 +1,214 @@
+// Per-device CUDA state (library streams, cuBLAS handles, SM counts, device checks) and the
+// public sg::cuda:: functions of core/cuda_runtime_api.h. Everything created here lives
+// until the process ends: streams and handles are never destroyed (see the notes below).
+#include "cuda/runtime.h"
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cuda_runtime_api.h"
+#include "core/error.h"
+#include "core/storage.h"
+#include "cuda/allocator.h"
+
+namespace sg::detail::cuda {
+
+namespace {
+
+/// Number of CUDA devices, asked once: a failing cudaGetDeviceCount (no driver, no device)
+/// means 0, and its error is cleared so that it does not surface in a later check.
+int cached_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+// ---- streams ----------------------------------------------------------------------------
+// One non-blocking stream per device, created on first use. The table is leaked on purpose:
+// destroying streams during static destruction races with the CUDA runtime's own teardown.
+
+struct StreamSlot {
+  std::once_flag created;
+  cudaStream_t stream = nullptr;
+};
+
+StreamSlot& stream_slot(int device) {
+  static auto* slots = new std::array<StreamSlot, kMaxDevices>();
+  return (*slots)[static_cast<size_t>(device)];
+}
+
+// ---- cuBLAS handles -----------------------------------------------------------------------
+// cuBLAS handles are not safe to share between threads, so each thread gets its own handle
+// per device. When a thread ends, its handles (with their workspaces) go back to a pool for
+// the next thread instead of being destroyed, so a program that starts many threads does not
+// create a handle per thread, and nothing calls cublasDestroy at process exit.
+
+struct CublasEntry {
+  cublasHandle_t handle = nullptr;
+  std::shared_ptr<Storage> workspace;  // from the caching allocator; lives as long as the handle
+};
+
+struct CublasPool {
+  std::mutex mutex;
+  std::array<std::vector<CublasEntry>, kMaxDevices> idle;
+};
+
+CublasPool& cublas_pool() {
+  static auto* pool = new CublasPool();
+  return *pool;
+}
+
+struct ThreadCublasHandles {
+  std::unordered_map<int, CublasEntry> by_device;
+
+  ~ThreadCublasHandles() {
+    CublasPool& pool = cublas_pool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    for (auto& [device, entry] : by_device) pool.idle[static_cast<size_t>(device)].push_back(std::move(entry));
+  }
+};
+
+/// cuBLAS's own default workspace size: 32 MiB on Hopper and newer, 4 MiB before.
+size_t cublas_workspace_bytes(int device) {
+  int major = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9 ? (size_t{32} << 20) : (size_t{4} << 20);
+}
+
+CublasEntry create_cublas_entry(int device) {
+  DeviceGuard guard(device);
+  CublasEntry entry;
+  entry.workspace = std::make_shared<Storage>(cublas_workspace_bytes(device), Device(DeviceType::CUDA, device));
+  SG_CUBLAS_CHECK(cublasCreate(&entry.handle));
+  // cublasSetStream resets the workspace to cuBLAS's default pool, so it comes first.
+  SG_CUBLAS_CHECK(cublasSetStream(entry.handle, stream(device)));
+  SG_CUBLAS_CHECK(cublasSetWorkspace(entry.handle, entry.workspace->data, entry.workspace->nbytes));
+  // Exact fp32 (no TF32) until the opt-in TF32 mode exists.
+  SG_CUBLAS_CHECK(cublasSetMathMode(entry.handle, CUBLAS_DEFAULT_MATH));
+  return entry;
+}
+
+}  // namespace
+
+void check_device(int device) {
+  const int count = cached_device_count();
+  if (device >= 0 && device < count && device < kMaxDevices) return;
+  if (count == 0) SG_FAIL("cuda:", device, " is not available: no CUDA device found");
+  SG_FAIL("cuda:", device, " is not available: ", count, " CUDA device(s) found");
+}
+
+cudaStream_t stream(int device) {
+  check_device(device);
+  StreamSlot& slot = stream_slot(device);
+  // If creation throws, the flag stays unset and the next call tries again.
+  std::call_once(slot.created, [&] {
+    DeviceGuard guard(device);
+    SG_CUDA_CHECK(cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking));
+  });
+  return slot.stream;
+}
+
+cublasHandle_t cublas_handle(int device) {
+  check_device(device);
+  thread_local ThreadCublasHandles handles;
+  auto found = handles.by_device.find(device);
+  if (found != handles.by_device.end()) return found->second.handle;
+
+  CublasEntry entry;
+  {
+    CublasPool& pool = cublas_pool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto& idle = pool.idle[static_cast<size_t>(device)];
+    if (!idle.empty()) {
+      entry = std::move(idle.back());
+      idle.pop_back();
+    }
+  }
+  if (!entry.handle) entry = create_cublas_entry(device);
+  const cublasHandle_t handle = entry.handle;
+  handles.by_device.emplace(device, std::move(entry));
+  return handle;
+}
+
+int sm_count(int device) {
+  check_device(device);
+  static auto* counts = new std::array<std::atomic<int>, kMaxDevices>();  // 0 = not asked yet
+  std::atomic<int>& cached = (*counts)[static_cast<size_t>(device)];
+  int count = cached.load(std::memory_order_relaxed);
+  if (count == 0) {
+    SG_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    cached.store(count, std::memory_order_relaxed);
+  }
+  return count;
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  SG_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device) {
+    SG_CUDA_CHECK(cudaSetDevice(device));
+  } else {
+    previous_ = -1;  // nothing to restore
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);  // a destructor must not throw
+}
+
+const char* cublas_status_name(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+  }
+}
+
+}  // namespace sg::detail::cuda
+
+namespace sg::cuda {
+
+bool is_available() { return device_count() > 0; }
+
+int device_count() { return detail::cuda::cached_device_count(); }
+
+bool built_with_cuda() { return true; }
+
+void synchronize(int device) {
+  const cudaStream_t s = detail::cuda::stream(device);
+  SG_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+AllocatorStats allocator_stats(int device) {
+  detail::cuda::check_device(device);
+  return detail::cuda::allocator_stats_of(device);
+}
+
+void empty_cache() { detail::cuda::release_all_cached_blocks(); }
+
+std::string device_name(int device) {
+  detail::cuda::check_device(device);
+  cudaDeviceProp properties{};
+  SG_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+}  // namespace sg::cuda

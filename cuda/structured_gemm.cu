@@ -1,0 +1,909 @@
+// The CUDA structured GEMM: one FFMA/DFMA tiled kernel template for every structured product
+// C = alpha·op(A)·op(B) (DESIGN §5, semantics in ops/gemm_desc.h), the host planner that turns
+// a problem into a heaviest-first list of (tile, k-range chunk) work items, and the launcher
+// that caches each plan on the device. The design and its reasons: docs/structured_gemm.md.
+#include "cuda/structured_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <sstream>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/storage.h"
+#include "cuda/check.h"
+#include "cuda/runtime.h"
+
+namespace sg::detail::cuda {
+
+// =============================================================================================
+// Operand views.
+//
+// The kernel sees each operand as V(outer, k): outer is m for A and n for B, and
+//   A: V(m, k) = op(A)[m][k],   B: V(n, k) = op(B)[k][n],
+// so both operands are staged the same way: a kTile (outer) × kKStep (k) tile per k-step,
+// stored k-major in shared memory ([k][outer]), which is what the outer-product inner loop
+// reads. In device memory an element lives at
+//   outer-major: data[outer·ld + k]   (A not transposed, B transposed)
+//   k-major:     data[k·ld + outer]   (A transposed,     B not transposed)
+// Structure becomes a predicate on (outer, k):
+//   A Upper (op(A)[m][k] != 0 needs k >= m) and B Lower (op(B)[k][n] needs k >= n): k >= outer
+//   A Lower and B Upper:                                                           k <= outer
+//   Symmetric: V(outer, k) = s[min(outer, k)][max(outer, k)] — outer-major in the stored
+//   upper triangle (outer <= k), k-major in the mirrored part (outer > k).
+// =============================================================================================
+
+enum class Layout : int32_t { OuterMajor, KMajor };
+enum class Pattern : int32_t { All, KAtLeastOuter, KAtMostOuter, Symmetric };
+
+template <typename T>
+struct OperandView {
+  const T* data;
+  int64_t ld;
+  int32_t extent;    // outer indices [0, extent) exist
+  Layout layout;     // for Dense / Upper / Lower (Symmetric chooses per tile)
+  Pattern pattern;
+  bool vector_ok;    // data 16-byte aligned and ld a multiple of the vector width
+};
+
+template <typename T>
+struct GemmArgs {
+  OperandView<T> a, b;
+  T* c;
+  int64_t ldc;
+  int32_t m, n;
+  T alpha;
+  OutputMask mask;
+  bool c_vector_ok;
+  const GemmWorkItem* items;
+  int* counters;     // one arrival counter per split tile, 0 between launches
+  T* partials;       // partial_tiles × kTile² workspace
+};
+
+// =============================================================================================
+// Kernel configurations.
+//
+// 256 threads as a 16×16 grid; each thread owns kGroups×kGroups blocks of 4×4 outputs, the
+// blocks 64 apart ("split" 8×8 for the 128 tile: rows r and r+64). Splitting keeps each
+// thread's fragment reads 16-byte vectors at consecutive addresses across the warp, so every
+// LDS.128 is conflict-free. Per k the large config does 4 LDS.128 for 64 FFMA.
+// Each thread stages kLoads 16-byte vectors per operand per k-step, double-buffered
+// global → registers → shared so the loads of step t+1 are in flight during the FFMAs of
+// step t; one __syncthreads per k-step.
+// =============================================================================================
+
+template <typename T, int kTile_, int kKStep_, int kMinBlocks_>
+struct TileConfig {
+  using Scalar = T;
+  static constexpr int kThreads = 256;
+  static constexpr int kTile = kTile_;                           // BM = BN
+  static constexpr int kKStep = kKStep_;                         // BK
+  static constexpr int kGroups = kTile / 64;                     // 4-wide groups per thread and dimension
+  static constexpr int kPerThread = 4 * kGroups;                 // outputs per thread per dimension
+  static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
+  static constexpr int kLoads = kTile * kKStep / (kThreads * kVec);  // vectors per thread, operand and k-step
+  // One vector of padding per shared row: keeps rows 16-byte aligned and spreads the scalar
+  // stores of the outer-major staging path (kVec k-rows at once) over distinct banks.
+  static constexpr int kStride = kTile + kVec;
+  static constexpr int kMinBlocks = kMinBlocks_;
+  static_assert(kLoads >= 1 && kLoads * kThreads * kVec == kTile * kKStep, "staging covers the tile exactly");
+  static_assert(kThreads % (kTile / kVec) == 0 && kThreads % (kKStep / kVec) == 0, "staging maps");
+  static_assert(kTile % 64 == 0 && kKStep % kVec == 0, "tile shape");
+};
+
+// 128×128, BK 8: 64 accumulators per thread; two blocks per SM (≤ 128 registers each).
+using ConfigF32Large = TileConfig<float, 128, 8, 2>;
+// 64×64 with BK 16 (one float4 per thread still covers a k-step): for problems with too
+// few 128-tiles to fill the machine; several blocks per SM.
+using ConfigF32Small = TileConfig<float, 64, 16, 3>;
+using ConfigF64 = TileConfig<double, 64, 8, 2>;
+
+template <typename T>
+struct Vec16;
+template <>
+struct Vec16<float> {
+  using type = float4;
+};
+template <>
+struct Vec16<double> {
+  using type = double2;
+};
+
+template <typename T, int N>
+__device__ __forceinline__ void load_vec_global(const T* p, T (&out)[N]) {
+  using V = typename Vec16<T>::type;
+  static_assert(sizeof(V) == N * sizeof(T), "vector width");
+  const V v = __ldg(reinterpret_cast<const V*>(p));
+  memcpy(out, &v, sizeof(V));
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_vec_shared(T* p, const T (&in)[N]) {
+  using V = typename Vec16<T>::type;
+  V v;
+  memcpy(&v, in, sizeof(V));
+  *reinterpret_cast<V*>(p) = v;
+}
+
+// Four consecutive shared elements (one LDS.128 for float, two for double).
+template <typename T>
+__device__ __forceinline__ void load4_shared(const T* p, T* out) {
+  using V = typename Vec16<T>::type;
+  constexpr int kVec = 16 / sizeof(T);
+#pragma unroll
+  for (int q = 0; q < 4; q += kVec) {
+    const V v = *reinterpret_cast<const V*>(p + q);
+    memcpy(out + q, &v, sizeof(V));
+  }
+}
+
+__device__ __forceinline__ bool pattern_allows(Pattern pattern, int outer, int k) {
+  return pattern == Pattern::KAtLeastOuter ? k >= outer : pattern == Pattern::KAtMostOuter ? k <= outer : true;
+}
+
+// =============================================================================================
+// Staging one operand's k-step tile.
+//
+// Two maps from (thread, pass) to the 16-byte vector it fetches, v = tid + pass·256:
+//   k-major map:     k = v / (kTile/kVec), outer = (v % (kTile/kVec))·kVec: a warp reads whole
+//                    rows of k-major memory (coalesced) and stores one vector;
+//   outer-major map: outer = v / (kKStep/kVec), k = (v % (kKStep/kVec))·kVec: a warp reads
+//                    full 32-byte sectors of outer-major rows and stores kVec scalars.
+// Per k-step the path is chosen uniformly for the block:
+//   fast:    k0 in [fast_k_lo, fast_k_last] — the tile is in bounds, aligned and entirely in
+//            the structure's non-zero part: vector loads from a running pointer, no masking;
+//   general: vector loads plus masking of the structurally-zero elements when in bounds and
+//            aligned (the zero triangle's values are loaded but never used), or the Symmetric
+//            tile's region (stored upper: outer-major; mirrored: k-major); otherwise per
+//            element with bounds, predicate and the symmetric redirection (edges,
+//            diagonal-crossing symmetric tiles, unaligned operands).
+// =============================================================================================
+
+template <class Cfg>
+struct StagedTile {
+  typename Cfg::Scalar value[Cfg::kLoads][Cfg::kVec];
+  bool along_k;  // true: value[p] is kVec consecutive k at one outer (outer-major map)
+};
+
+template <class Cfg>
+struct OperandStager {
+  using T = typename Cfg::Scalar;
+  static constexpr int kVec = Cfg::kVec, kLoads = Cfg::kLoads, kStride = Cfg::kStride;
+  static constexpr int kKMajorPerRow = Cfg::kTile / kVec;
+  static constexpr int kKMajorRowsPerPass = Cfg::kThreads / kKMajorPerRow;
+  static constexpr int kOuterMajorPerRow = Cfg::kKStep / kVec;
+  static constexpr int kOuterMajorRowsPerPass = Cfg::kThreads / kOuterMajorPerRow;
+
+  int outer0;          // first outer index of the tile
+  int k_end;           // end of this work item's k-range
+  int fast_k_lo, fast_k_last;
+  bool fast_outer_major;
+  const char* fast_base;  // this thread's fast-path element at k = 0
+  int fast_k_bytes;       // bytes between consecutive k in the fast layout (the host keeps ld·8 < 2^31)
+
+  __device__ __forceinline__ static int km_k() { return threadIdx.x / kKMajorPerRow; }
+  __device__ __forceinline__ static int km_outer() { return (threadIdx.x % kKMajorPerRow) * kVec; }
+  __device__ __forceinline__ static int om_outer() { return threadIdx.x / kOuterMajorPerRow; }
+  __device__ __forceinline__ static int om_k() { return (threadIdx.x % kOuterMajorPerRow) * kVec; }
+
+  __device__ __forceinline__ OperandStager(const OperandView<T>& v, int tile_outer0, int k_begin, int item_k_end) {
+    outer0 = tile_outer0;
+    k_end = item_k_end;
+    int lo = 0, hi = 0;  // fast for k-steps inside [lo, hi); empty by default
+    fast_outer_major = v.layout == Layout::OuterMajor;
+    // The whole k-step tile is non-zero for k0 >= outer0 + kTile - 1 (k >= outer everywhere)
+    // or for k0 + kKStep <= outer0 + 1 (k <= outer everywhere).
+    if (v.vector_ok && outer0 + Cfg::kTile <= v.extent) {
+      switch (v.pattern) {
+        case Pattern::All: lo = k_begin, hi = k_end; break;
+        case Pattern::KAtLeastOuter: lo = max(k_begin, outer0 + Cfg::kTile - 1), hi = k_end; break;
+        case Pattern::KAtMostOuter: lo = k_begin, hi = min(k_end, outer0 + 1); break;
+        case Pattern::Symmetric: {
+          // The longer of the two single-region spans gets the fast path.
+          const int upper_lo = max(k_begin, outer0 + Cfg::kTile - 1);  // outer <= k: outer-major
+          const int mirrored_hi = min(k_end, outer0 + 1);              // outer > k:  k-major
+          fast_outer_major = k_end - upper_lo >= mirrored_hi - k_begin;
+          lo = fast_outer_major ? upper_lo : k_begin;
+          hi = fast_outer_major ? k_end : mirrored_hi;
+          break;
+        }
+      }
+    }
+    fast_k_lo = lo;
+    fast_k_last = hi - Cfg::kKStep;
+    const T* base = fast_outer_major ? v.data + static_cast<int64_t>(outer0 + om_outer()) * v.ld + om_k()
+                                     : v.data + static_cast<int64_t>(km_k()) * v.ld + outer0 + km_outer();
+    fast_base = reinterpret_cast<const char*>(base);
+    fast_k_bytes = static_cast<int>(fast_outer_major ? sizeof(T) : sizeof(T) * v.ld);
+  }
+
+  // Fetches the k-step tile at k0 (one IMAD.WIDE per fast-path address).
+  __device__ __forceinline__ void fetch(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
+    if (k0 >= fast_k_lo && k0 <= fast_k_last) {
+      const T* first = reinterpret_cast<const T*>(fast_base + static_cast<int64_t>(k0) * fast_k_bytes);
+      const int64_t pass_stride = (fast_outer_major ? kOuterMajorRowsPerPass : kKMajorRowsPerPass) * v.ld;
+#pragma unroll
+      for (int p = 0; p < kLoads; ++p) load_vec_global(first + p * pass_stride, staged.value[p]);
+      staged.along_k = fast_outer_major;
+    } else {
+      fetch_general(v, k0, staged);
+    }
+  }
+
+  __device__ __forceinline__ void fetch_general(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
+    Layout layout = v.layout;
+    bool vector_path = v.vector_ok && outer0 + Cfg::kTile <= v.extent && k0 + Cfg::kKStep <= k_end;
+    bool masked = false;
+    if (v.pattern == Pattern::Symmetric) {
+      if (k0 >= outer0 + Cfg::kTile - 1) {
+        layout = Layout::OuterMajor;  // the whole tile lies in the stored upper triangle
+      } else if (k0 + Cfg::kKStep - 1 < outer0) {
+        layout = Layout::KMajor;  // the whole tile lies in the mirrored part
+      } else {
+        vector_path = false;  // crosses the diagonal: per element
+      }
+    } else {
+      masked = v.pattern != Pattern::All;
+    }
+    staged.along_k = vector_path && layout == Layout::OuterMajor;
+#pragma unroll
+    for (int p = 0; p < kLoads; ++p) {
+      T(&value)[kVec] = staged.value[p];
+      if (vector_path && layout == Layout::OuterMajor) {
+        const int outer = outer0 + om_outer() + p * kOuterMajorRowsPerPass, k = k0 + om_k();
+        load_vec_global(v.data + static_cast<int64_t>(outer) * v.ld + k, value);
+        if (masked) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j)
+            if (!pattern_allows(v.pattern, outer, k + j)) value[j] = T(0);
+        }
+      } else if (vector_path) {
+        const int outer = outer0 + km_outer(), k = k0 + km_k() + p * kKMajorRowsPerPass;
+        load_vec_global(v.data + static_cast<int64_t>(k) * v.ld + outer, value);
+        if (masked) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j)
+            if (!pattern_allows(v.pattern, outer + j, k)) value[j] = T(0);
+        }
+      } else {  // per element, k-major map
+        const int k = k0 + km_k() + p * kKMajorRowsPerPass;
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int outer = outer0 + km_outer() + j;
+          T element = T(0);
+          if (outer < v.extent && k < k_end && pattern_allows(v.pattern, outer, k)) {
+            const bool outer_major =
+                v.pattern == Pattern::Symmetric ? outer <= k : layout == Layout::OuterMajor;
+            element = v.data[outer_major ? static_cast<int64_t>(outer) * v.ld + k
+                                         : static_cast<int64_t>(k) * v.ld + outer];
+          }
+          value[j] = element;
+        }
+      }
+    }
+  }
+
+  // Writes the staged vectors into the k-major shared tile [kKStep][kStride].
+  __device__ __forceinline__ static void store(T* tile, const StagedTile<Cfg>& staged) {
+    if (staged.along_k) {
+#pragma unroll
+      for (int p = 0; p < kLoads; ++p)
+#pragma unroll
+        for (int j = 0; j < kVec; ++j)
+          tile[(om_k() + j) * kStride + om_outer() + p * kOuterMajorRowsPerPass] = staged.value[p][j];
+    } else {
+#pragma unroll
+      for (int p = 0; p < kLoads; ++p)
+        store_vec_shared(tile + (km_k() + p * kKMajorRowsPerPass) * kStride + km_outer(), staged.value[p]);
+    }
+  }
+};
+
+// =============================================================================================
+// Epilogue helpers: rows of 4 consecutive outputs, written with vectors when whole and aligned.
+// =============================================================================================
+
+template <class Cfg>
+__device__ __forceinline__ void store_segment(typename Cfg::Scalar* c, int64_t ldc, int row, int col, int n,
+                                              bool vector_ok, const typename Cfg::Scalar (&value)[4],
+                                              const bool (&write)[4]) {
+  using T = typename Cfg::Scalar;
+  using V = typename Vec16<T>::type;
+  constexpr int kVec = Cfg::kVec;
+  T* dst = c + static_cast<int64_t>(row) * ldc + col;
+  const bool all = write[0] && write[1] && write[2] && write[3];
+  if (all && vector_ok && col + 3 < n) {
+#pragma unroll
+    for (int q = 0; q < 4; q += kVec) {
+      V v;
+      memcpy(&v, value + q, sizeof(V));
+      *reinterpret_cast<V*>(dst + q) = v;
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (write[j] && col + j < n) dst[j] = value[j];
+}
+
+// =============================================================================================
+// The main loop, one k-step: fetch step t+1 into registers, multiply the shared tiles of step
+// t, store step t+1 into the other buffer, barrier. kBuffer is a template argument (the loop
+// is unrolled by two) so every shared address is a constant offset from one base register.
+// Returns false after the last step.
+// =============================================================================================
+
+template <class Cfg, int kBuffer>
+__device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scalar>& args, int& k0, int k_end,
+                                               OperandStager<Cfg>& stage_a, OperandStager<Cfg>& stage_b,
+                                               StagedTile<Cfg>& staged_a, StagedTile<Cfg>& staged_b,
+                                               typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                               typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
+                                               int thread_row, int thread_col,
+                                               typename Cfg::Scalar (&acc)[Cfg::kPerThread][Cfg::kPerThread]) {
+  using T = typename Cfg::Scalar;
+  constexpr int kPer = Cfg::kPerThread, kStride = Cfg::kStride;
+  const bool has_next = k0 + Cfg::kKStep < k_end;
+  if (has_next) {  // global loads in flight during this step's FFMAs
+    stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
+    stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
+  }
+  const T* a_frag_base = a_tiles[kBuffer] + thread_row * 4;
+  const T* b_frag_base = b_tiles[kBuffer] + thread_col * 4;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::kKStep; ++kk) {
+    T a_frag[kPer], b_frag[kPer];
+#pragma unroll
+    for (int g = 0; g < Cfg::kGroups; ++g) {
+      load4_shared(a_frag_base + kk * kStride + g * 64, a_frag + 4 * g);
+      load4_shared(b_frag_base + kk * kStride + g * 64, b_frag + 4 * g);
+    }
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+  }
+  if (has_next) {
+    // The other buffer was last read in the previous step, before its closing barrier.
+    OperandStager<Cfg>::store(a_tiles[kBuffer ^ 1], staged_a);
+    OperandStager<Cfg>::store(b_tiles[kBuffer ^ 1], staged_b);
+  }
+  __syncthreads();
+  k0 += Cfg::kKStep;
+  return has_next;
+}
+
+// =============================================================================================
+// The kernel. One block = one work item: a kTile×kTile output tile over the k-range chunk
+// [k_begin, k_end) (k_begin is a multiple of kKStep; only the last step may be partial).
+//
+// Output masks:
+//   Full:      every entry of the tile.
+//   Upper:     entries below the diagonal are written as exact zeros; tiles wholly below
+//              the diagonal come as empty-range items and write only zeros.
+//   Symmetric: only tiles with tile_row <= tile_col exist; entry (i, j), i <= j, is written
+//              to C[i][j] and, when i < j, the very same value to C[j][i] (a bit-exact mirror
+//              that does not rely on the arithmetic being symmetric).
+// Split tiles: every chunk stores its partial tile to the workspace; the last to arrive
+// (threadFenceReduction pattern: stores, __threadfence, one atomicAdd per block) sums all
+// partials in chunk order — so the result does not depend on the arrival order — applies
+// alpha and the mask, and resets the counter for the next launch.
+// =============================================================================================
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
+  using T = typename Cfg::Scalar;
+  constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
+  constexpr int kVec = Cfg::kVec, kPer = Cfg::kPerThread, kGroups = Cfg::kGroups;
+  using Stager = OperandStager<Cfg>;
+
+  __shared__ __align__(16) T a_tiles[2][kKStep * kStride];
+  __shared__ __align__(16) T b_tiles[2][kKStep * kStride];
+  __shared__ int last_chunk;
+
+  const GemmWorkItem item = args.items[blockIdx.x];
+  const int tid = threadIdx.x;
+  // 8 warps as 4 (rows) × 2 (cols); a warp spans 4 thread rows × 8 thread cols, so one
+  // fragment read touches 4 (A) and 8 (B) consecutive 16-byte words.
+  const int warp = tid >> 5, lane = tid & 31;
+  const int thread_row = (warp >> 1) * 4 + (lane >> 3);
+  const int thread_col = (warp & 1) * 8 + (lane & 7);
+  const int row0 = item.tile_row * kTile, col0 = item.tile_col * kTile;
+
+  T acc[kPer][kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) acc[i][j] = T(0);
+
+  if (item.k_begin < item.k_end) {
+    Stager stage_a(args.a, row0, item.k_begin, item.k_end);
+    Stager stage_b(args.b, col0, item.k_begin, item.k_end);
+    StagedTile<Cfg> staged_a, staged_b;
+    stage_a.fetch(args.a, item.k_begin, staged_a);
+    stage_b.fetch(args.b, item.k_begin, staged_b);
+    Stager::store(a_tiles[0], staged_a);
+    Stager::store(b_tiles[0], staged_b);
+    __syncthreads();
+    int k0 = item.k_begin;
+    while (main_loop_step<Cfg, 0>(args, k0, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
+                                  thread_row, thread_col, acc) &&
+           main_loop_step<Cfg, 1>(args, k0, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
+                                  thread_row, thread_col, acc)) {
+    }
+  }
+
+  if (item.chunk_count > 1) {
+    // Partial layout: vector e of thread tid at (e·256 + tid)·kVec, so a warp's stores and
+    // loads are 512 contiguous bytes.
+    using V = typename Vec16<T>::type;
+    constexpr int kVecsPerRow = kPer / kVec;
+    constexpr int kTileElems = kTile * kTile;
+    T* tile_partials = args.partials + static_cast<int64_t>(item.partial_index) * kTileElems;
+    V* mine = reinterpret_cast<V*>(tile_partials + static_cast<int64_t>(item.chunk) * kTileElems);
+#pragma unroll
+    for (int e = 0; e < kPer * kVecsPerRow; ++e) {
+      V v;
+      memcpy(&v, &acc[e / kVecsPerRow][(e % kVecsPerRow) * kVec], sizeof(V));
+      __stcg(mine + e * Cfg::kThreads + tid, v);
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      const int arrived = atomicAdd(&args.counters[item.counter_index], 1);
+      last_chunk = arrived == item.chunk_count - 1;
+      if (last_chunk) {
+        args.counters[item.counter_index] = 0;  // ready for the next launch
+        __threadfence();
+      }
+    }
+    __syncthreads();
+    if (!last_chunk) return;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) acc[i][j] = T(0);
+    for (int chunk = 0; chunk < item.chunk_count; ++chunk) {
+      const V* part = reinterpret_cast<const V*>(tile_partials + static_cast<int64_t>(chunk) * kTileElems);
+#pragma unroll
+      for (int e = 0; e < kPer * kVecsPerRow; ++e) {
+        const V v = __ldcg(part + e * Cfg::kThreads + tid);
+        T values[kVec];
+        memcpy(values, &v, sizeof(V));
+#pragma unroll
+        for (int q = 0; q < kVec; ++q) acc[e / kVecsPerRow][(e % kVecsPerRow) * kVec + q] += values[q];
+      }
+    }
+  }
+
+  // ---- epilogue: alpha and the output mask ----------------------------------------------
+  const T alpha = args.alpha;
+  const OutputMask mask = args.mask;
+#pragma unroll
+  for (int gi = 0; gi < kGroups; ++gi) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + gi * 64 + thread_row * 4 + i;
+      if (row >= args.m) continue;
+#pragma unroll
+      for (int gj = 0; gj < kGroups; ++gj) {
+        const int col = col0 + gj * 64 + thread_col * 4;
+        T value[4];
+        bool write[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          value[j] = alpha * acc[gi * 4 + i][gj * 4 + j];
+          write[j] = true;
+          if (mask == OutputMask::Upper && row > col + j) value[j] = T(0);
+          if (mask == OutputMask::Symmetric && row > col + j) write[j] = false;
+        }
+        store_segment<Cfg>(args.c, args.ldc, row, col, args.n, args.c_vector_ok, value, write);
+      }
+    }
+  }
+  if (mask == OutputMask::Symmetric) {
+    // Mirror: column j of this thread's 4-row block becomes 4 consecutive entries of row j.
+#pragma unroll
+    for (int gj = 0; gj < kGroups; ++gj) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = col0 + gj * 64 + thread_col * 4 + j;
+        if (col >= args.n) continue;
+#pragma unroll
+        for (int gi = 0; gi < kGroups; ++gi) {
+          const int row = row0 + gi * 64 + thread_row * 4;
+          T value[4];
+          bool write[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            value[i] = alpha * acc[gi * 4 + i][gj * 4 + j];
+            write[i] = row + i < col;
+          }
+          store_segment<Cfg>(args.c, args.ldc, col, row, args.m, args.c_vector_ok, value, write);
+        }
+      }
+    }
+  }
+}
+
+// =============================================================================================
+// Host planner.
+//
+// Tile costs are uneven: Upper·Upper tile (i, j) has a k-range of j − i + 1 tiles, so the
+// top-right tiles are up to T times heavier than the diagonal ones. Two measures keep every
+// SM busy to the end:
+//   * heaviest first: the blocks are ordered by cost, so the hardware block scheduler (which
+//     dispatches in blockIdx order as slots free up) runs a longest-processing-time-first list
+//     schedule — the long tiles start at once and the short ones fill the gaps at the end,
+//     instead of a long tile starting last and running alone;
+//   * split-K, guided: a tile whose k-range is long compared with the work still to come
+//     (remaining work / slots) is cut into chunks, so no single item is much longer than the
+//     per-slot average and the last wave ends level. Chunks cost a partial-tile write and a
+//     read-back, so the planner evaluates a few split granularities (and none) with a cost
+//     model and an LPT simulation of the slots and keeps the cheapest.
+// The model's constants are estimates (H100-like); they only rank candidate plans.
+// =============================================================================================
+
+namespace {
+
+struct ConfigTraits {
+  int tile, k_step, element_bytes;
+  double fma_per_sm_cycle;  // FP32 or FP64 lanes per SM
+  double efficiency;        // fraction of those lanes the kernel keeps busy (estimate)
+  int min_chunk_steps;      // shortest split chunk, in k-steps
+};
+
+ConfigTraits traits_of(GemmTileConfig config) {
+  switch (config) {
+    case GemmTileConfig::Float32Large: return {ConfigF32Large::kTile, ConfigF32Large::kKStep, 4, 128, 0.85, 16};
+    case GemmTileConfig::Float32Small: return {ConfigF32Small::kTile, ConfigF32Small::kKStep, 4, 128, 0.70, 8};
+    case GemmTileConfig::Float64: return {ConfigF64::kTile, ConfigF64::kKStep, 8, 64, 0.85, 16};
+  }
+  return {};
+}
+
+struct TileWork {
+  int row, col;
+  int k_begin, k_end;
+  int steps;  // k-steps of the k-range
+};
+
+struct CostModel {
+  double step_cycles;     // one k-step of one block, with blocks_per_sm sharing the SM
+  double fixed_cycles;    // launch latency of a block plus its tile store
+  double partial_cycles;  // a chunk's partial store plus its share of the read-back
+};
+
+CostModel cost_model(const ConfigTraits& t, int blocks_per_sm) {
+  const double tile_bytes = double(t.tile) * t.tile * t.element_bytes;
+  CostModel model;
+  model.step_cycles = double(t.tile) * t.tile * t.k_step / (t.fma_per_sm_cycle * t.efficiency / blocks_per_sm);
+  model.fixed_cycles = 2000.0 + tile_bytes / (32.0 / blocks_per_sm);
+  model.partial_cycles = 2.0 * tile_bytes / (64.0 / blocks_per_sm);
+  return model;
+}
+
+double item_cost(const GemmWorkItem& item, int k_step, const CostModel& model) {
+  const int steps = (item.k_end - item.k_begin + k_step - 1) / k_step;
+  return steps * model.step_cycles + model.fixed_cycles + (item.chunk_count > 1 ? model.partial_cycles : 0.0);
+}
+
+// Makespan of list scheduling in the given order over `slots` equal slots.
+double simulate_makespan(const std::vector<GemmWorkItem>& items, int slots, int k_step, const CostModel& model) {
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+  for (int s = 0; s < slots; ++s) free_at.push(0.0);
+  double makespan = 0;
+  for (const GemmWorkItem& item : items) {
+    const double start = free_at.top();
+    free_at.pop();
+    const double end = start + item_cost(item, k_step, model);
+    makespan = std::max(makespan, end);
+    free_at.push(end);
+  }
+  return makespan;
+}
+
+std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step) {
+  std::vector<TileWork> tiles;
+  const int64_t tiles_m = (p.m + tile - 1) / tile, tiles_n = (p.n + tile - 1) / tile;
+  for (int64_t ti = 0; ti < tiles_m; ++ti) {
+    for (int64_t tj = 0; tj < tiles_n; ++tj) {
+      const int64_t row0 = ti * tile, row1 = std::min<int64_t>(row0 + tile, p.m);
+      const int64_t col0 = tj * tile, col1 = std::min<int64_t>(col0 + tile, p.n);
+      if (p.mask == OutputMask::Symmetric && ti > tj) continue;  // written as the mirror of (tj, ti)
+      TileWork w{static_cast<int>(ti), static_cast<int>(tj), 0, 0, 0};
+      const bool below_diagonal = p.mask == OutputMask::Upper && row0 >= col1;  // only zeros
+      if (!below_diagonal) {
+        const KRange range = structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, p.k);
+        if (range.end > range.begin) {
+          w.k_begin = static_cast<int>(range.begin);
+          w.k_end = static_cast<int>(range.end);
+          w.steps = static_cast<int>((range.end - range.begin + k_step - 1) / k_step);
+        }
+      }
+      tiles.push_back(w);
+    }
+  }
+  // Heaviest first; ties in raster order (neighbouring tiles share panels in L2).
+  std::stable_sort(tiles.begin(), tiles.end(), [](const TileWork& x, const TileWork& y) { return x.steps > y.steps; });
+  return tiles;
+}
+
+// Guided split: a tile is cut into chunks of about granularity·(remaining work)/slots
+// k-steps (at least min_chunk_steps); granularity 0 splits nothing.
+std::vector<GemmWorkItem> split_tiles(const std::vector<TileWork>& tiles, double granularity, int slots,
+                                      const ConfigTraits& t) {
+  constexpr int kMaxChunks = 16;
+  double remaining = 0;
+  for (const TileWork& w : tiles) remaining += w.steps;
+  std::vector<GemmWorkItem> items;
+  items.reserve(tiles.size());
+  for (const TileWork& w : tiles) {
+    int chunks = 1;
+    if (granularity > 0 && w.steps >= 2 * t.min_chunk_steps) {
+      const double target = std::max<double>(t.min_chunk_steps, granularity * remaining / slots);
+      chunks = static_cast<int>(std::ceil(w.steps / target));
+      chunks = std::min({chunks, kMaxChunks, w.steps / t.min_chunk_steps});
+      chunks = std::max(chunks, 1);
+    }
+    remaining -= w.steps;
+    for (int c = 0; c < chunks; ++c) {
+      GemmWorkItem item;
+      item.tile_row = w.row;
+      item.tile_col = w.col;
+      const int first_step = static_cast<int>(int64_t(c) * w.steps / chunks);
+      const int end_step = static_cast<int>(int64_t(c + 1) * w.steps / chunks);
+      item.k_begin = w.k_begin + first_step * t.k_step;
+      item.k_end = c + 1 == chunks ? w.k_end : w.k_begin + end_step * t.k_step;
+      item.chunk = c;
+      item.chunk_count = chunks;
+      items.push_back(item);
+    }
+  }
+  return items;
+}
+
+}  // namespace
+
+const char* tile_config_name(GemmTileConfig config) {
+  switch (config) {
+    case GemmTileConfig::Float32Large: return "Float32Large";
+    case GemmTileConfig::Float32Small: return "Float32Small";
+    case GemmTileConfig::Float64: return "Float64";
+  }
+  return "?";
+}
+
+std::string GemmWorkPlan::summary() const {
+  std::ostringstream out;
+  out << tile_config_name(config) << " (" << tile << "x" << tile << ", BK " << k_step << "): " << items.size()
+      << " items on " << slots << " slots, " << split_tiles << " split tiles, estimated balance "
+      << (estimated_cycles > 0 ? useful_cycles / estimated_cycles : 1.0);
+  return out.str();
+}
+
+GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm) {
+  SG_CHECK(slots > 0 && blocks_per_sm > 0, "structured gemm: planning for ", slots, " slots");
+  const ConfigTraits t = traits_of(config);
+  const CostModel model = cost_model(t, blocks_per_sm);
+  const std::vector<TileWork> tiles = enumerate_tiles(p, t.tile, t.k_step);
+
+  GemmWorkPlan best;
+  best.config = config;
+  best.tile = t.tile;
+  best.k_step = t.k_step;
+  best.slots = slots;
+  double best_cycles = -1;
+  for (const double granularity : {0.0, 4.0, 2.0, 1.0}) {
+    std::vector<GemmWorkItem> items = split_tiles(tiles, granularity, slots, t);
+    // Chunks re-sorted among whole tiles; stable keeps a tile's chunks together.
+    std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
+      return item_cost(x, t.k_step, model) > item_cost(y, t.k_step, model);
+    });
+    const double cycles = simulate_makespan(items, slots, t.k_step, model);
+    if (best_cycles < 0 || cycles < 0.98 * best_cycles) {  // a split must win clearly
+      best_cycles = cycles;
+      best.items = std::move(items);
+    }
+  }
+  best.estimated_cycles = best_cycles;
+  double total = 0;
+  for (const GemmWorkItem& item : best.items) total += item_cost(item, t.k_step, model);
+  best.useful_cycles = total / slots;
+
+  // Arrival counters and workspace slots for the split tiles.
+  int64_t partial_tiles = 0;
+  int split = 0;
+  for (size_t i = 0; i < best.items.size();) {
+    GemmWorkItem& first = best.items[i];
+    if (first.chunk_count == 1) {
+      ++i;
+      continue;
+    }
+    for (int c = 0; c < first.chunk_count; ++c) {
+      GemmWorkItem& chunk = best.items[i + c];
+      chunk.counter_index = split;
+      chunk.partial_index = static_cast<int32_t>(partial_tiles);
+    }
+    i += first.chunk_count;
+    ++split;
+    partial_tiles += first.chunk_count;
+  }
+  best.split_tiles = split;
+  best.partial_tiles = partial_tiles;
+  return best;
+}
+
+// =============================================================================================
+// Launcher: plan cache, workspace, launch.
+// =============================================================================================
+
+namespace {
+
+template <class Cfg>
+int blocks_per_sm_of() {
+  int blocks = 0;
+  SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads, 0));
+  SG_CHECK(blocks > 0, "structured gemm: the kernel cannot be resident on this device");
+  return blocks;
+}
+
+int blocks_per_sm(GemmTileConfig config) {
+  switch (config) {
+    case GemmTileConfig::Float32Large: return blocks_per_sm_of<ConfigF32Large>();
+    case GemmTileConfig::Float32Small: return blocks_per_sm_of<ConfigF32Small>();
+    case GemmTileConfig::Float64: return blocks_per_sm_of<ConfigF64>();
+  }
+  return 1;
+}
+
+// The plan depends on sizes, kinds, mask, dtype and device — not on trans, pointers or alpha
+// (those only change addressing), so products of one shape share an entry.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int>;
+
+struct CachedPlan {
+  GemmWorkPlan plan;
+  std::unique_ptr<Storage> device_table;  // the work items, then the arrival counters
+  const GemmWorkItem* items = nullptr;
+  int* counters = nullptr;
+};
+
+struct PlanCache {
+  std::mutex mutex;
+  std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;
+};
+
+PlanCache& plan_cache() {
+  // Leaked on purpose: its device tables must not be freed during static destruction, after
+  // the allocator and the CUDA runtime may be gone.
+  static PlanCache* cache = new PlanCache;
+  return *cache;
+}
+
+const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
+  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device};
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto found = cache.plans.find(key);
+  if (found != cache.plans.end()) return *found->second;
+
+  const int sms = sm_count(device);
+  auto plan_for = [&](GemmTileConfig config) {
+    const int per_sm = blocks_per_sm(config);
+    return plan_structured_gemm(p, config, sms * per_sm, per_sm);
+  };
+  auto entry = std::make_unique<CachedPlan>();
+  if (dtype == DType::Float64) {
+    entry->plan = plan_for(GemmTileConfig::Float64);
+  } else {
+    // Both float32 configs are modelled in SM cycles; the small one wins where the large
+    // tiles are too few (or too uneven) to fill every SM.
+    GemmWorkPlan large = plan_for(GemmTileConfig::Float32Large);
+    GemmWorkPlan small = plan_for(GemmTileConfig::Float32Small);
+    entry->plan = small.estimated_cycles < large.estimated_cycles ? std::move(small) : std::move(large);
+  }
+
+  // Upload once: items then counters (zeroed); the host vector stays in the entry, so it
+  // outlives the asynchronous copy.
+  const GemmWorkPlan& plan = entry->plan;
+  const size_t item_bytes = plan.items.size() * sizeof(GemmWorkItem);
+  const size_t counter_bytes = static_cast<size_t>(plan.split_tiles) * sizeof(int);
+  entry->device_table = std::make_unique<Storage>(item_bytes + counter_bytes, Device(DeviceType::CUDA, device));
+  auto* base = static_cast<char*>(entry->device_table->data);
+  entry->items = reinterpret_cast<const GemmWorkItem*>(base);
+  entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
+  const cudaStream_t st = stream(device);
+  SG_CUDA_CHECK(cudaMemcpyAsync(base, plan.items.data(), item_bytes, cudaMemcpyHostToDevice, st));
+  if (counter_bytes > 0) SG_CUDA_CHECK(cudaMemsetAsync(base + item_bytes, 0, counter_bytes, st));
+  return *cache.plans.emplace(key, std::move(entry)).first->second;
+}
+
+template <typename T>
+OperandView<T> operand_view(const void* data, GemmOperand d, bool is_b, int64_t extent, int64_t ld) {
+  OperandView<T> v;
+  v.data = static_cast<const T*>(data);
+  v.ld = ld;
+  v.extent = static_cast<int32_t>(extent);
+  // A: V(m, k) = op(A)[m][k] is A[m][k] (outer-major) or A[k][m] when transposed.
+  // B: V(n, k) = op(B)[k][n] is B[k][n] (k-major) or B[n][k] when transposed.
+  v.layout = (d.trans != is_b) ? Layout::KMajor : Layout::OuterMajor;
+  switch (d.kind) {
+    case OperandKind::Dense: v.pattern = Pattern::All; break;
+    case OperandKind::Upper: v.pattern = is_b ? Pattern::KAtMostOuter : Pattern::KAtLeastOuter; break;
+    case OperandKind::Lower: v.pattern = is_b ? Pattern::KAtLeastOuter : Pattern::KAtMostOuter; break;
+    case OperandKind::Symmetric: v.pattern = Pattern::Symmetric; break;
+  }
+  constexpr int kVec = 16 / sizeof(T);
+  v.vector_ok = reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % kVec == 0;
+  return v;
+}
+
+template <class Cfg>
+void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
+  using T = typename Cfg::Scalar;
+  GemmArgs<T> args;
+  args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
+  args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
+  args.c = static_cast<T*>(p.c_data);
+  args.ldc = p.ldc;
+  args.m = static_cast<int32_t>(p.m);
+  args.n = static_cast<int32_t>(p.n);
+  args.alpha = static_cast<T>(p.alpha);
+  args.mask = p.mask;
+  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % Cfg::kVec == 0;
+  args.items = cached.items;
+  args.counters = cached.counters;
+  // Partial tiles from the caching allocator; freeing at scope end is safe because the next
+  // user of the block is queued behind this kernel on the same stream.
+  const size_t workspace_bytes =
+      static_cast<size_t>(cached.plan.partial_tiles) * Cfg::kTile * Cfg::kTile * sizeof(T);
+  Storage workspace(workspace_bytes, Device(DeviceType::CUDA, device));
+  args.partials = static_cast<T*>(workspace.data);
+  const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
+  structured_gemm_kernel<Cfg><<<blocks, Cfg::kThreads, 0, stream(device)>>>(args);
+  SG_CUDA_CHECK_LAUNCH("structured_gemm_kernel");
+}
+
+void check_problem(const GemmProblem& p) {
+  constexpr int64_t kLimit = int64_t(1) << 28;  // int32 tile, k and byte-stride arithmetic stays exact
+  SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.m < kLimit && p.n < kLimit && p.k < kLimit,
+           "structured gemm: sizes m = ", p.m, ", n = ", p.n, ", k = ", p.k, " out of range");
+  if (p.mask != OutputMask::Full)
+    SG_CHECK(p.m == p.n, "structured gemm: a structured output mask needs a square result, got ", p.m, "x", p.n);
+  if (p.a.kind == OperandKind::Symmetric) SG_CHECK(p.m == p.k, "structured gemm: symmetric A must be square");
+  if (p.b.kind == OperandKind::Symmetric) SG_CHECK(p.k == p.n, "structured gemm: symmetric B must be square");
+  const int64_t a_cols = p.a.kind == OperandKind::Symmetric ? p.k : (p.a.trans ? p.m : p.k);
+  const int64_t b_cols = p.b.kind == OperandKind::Symmetric ? p.n : (p.b.trans ? p.k : p.n);
+  SG_CHECK(p.lda >= a_cols && p.ldb >= b_cols && p.ldc >= p.n && p.lda < kLimit && p.ldb < kLimit,
+           "structured gemm: leading dimensions lda = ", p.lda, ", ldb = ", p.ldb, ", ldc = ", p.ldc,
+           " do not fit the operands");
+}
+
+}  // namespace
+
+const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
+  check_problem(p);
+  DeviceGuard guard(device);
+  return cached_plan(p, dtype, device).plan;
+}
+
+void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
+  check_problem(p);
+  if (p.m == 0 || p.n == 0) return;
+  DeviceGuard guard(device);
+  const CachedPlan& cached = cached_plan(p, dtype, device);
+  switch (cached.plan.config) {
+    case GemmTileConfig::Float32Large: launch_with<ConfigF32Large>(p, cached, device); break;
+    case GemmTileConfig::Float32Small: launch_with<ConfigF32Small>(p, cached, device); break;
+    case GemmTileConfig::Float64: launch_with<ConfigF64>(p, cached, device); break;
+  }
+}
+
+}  // namespace sg::detail::cuda

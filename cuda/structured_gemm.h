@@ -1,0 +1,63 @@
+// The CUDA structured GEMM (DESIGN §5): one tiled FFMA kernel family for every product whose
+// operands or output mask are structured, plus the host-side work planner (tile skipping,
+// k-ranges, heaviest-first order, split-K) that it runs from. Design: docs/structured_gemm.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "ops/gemm_desc.h"
+
+namespace sg::detail::cuda {
+
+/// C = alpha·op(A)·op(B) for the descriptors of `p`, queued on the library stream of
+/// `device` (asynchronous; no allocation in steady state besides the caching allocator's).
+/// Every OperandKind, trans flag and OutputMask of gemm_desc.h, any sizes.
+void launch_structured_gemm(const GemmProblem& p, DType dtype, int device);
+
+/// The kernel instances: tile edge (BM = BN) and k-step (BK) of each.
+enum class GemmTileConfig : uint8_t {
+  Float32Large,  ///< 128×128 tiles, BK 8, 8×8 outputs per thread: the fast path for large problems
+  Float32Small,  ///< 64×64 tiles, BK 16, 4×4 per thread: fills the machine on small problems
+  Float64,       ///< 64×64 tiles, BK 8, 4×4 per thread
+};
+const char* tile_config_name(GemmTileConfig config);
+
+/// One unit of work of a launch: the k-range [k_begin, k_end) of output tile (tile_row,
+/// tile_col). A tile whose k-range was split has chunk_count > 1 chunks; each writes its
+/// partial tile to partial slot partial_index + chunk and the last to arrive (arrival
+/// counter counter_index) sums them in chunk order and writes C. An empty k-range writes
+/// the tile as alpha·0 (and the mask's zeros).
+struct GemmWorkItem {
+  int32_t tile_row = 0, tile_col = 0;
+  int32_t k_begin = 0, k_end = 0;
+  int32_t chunk = 0, chunk_count = 1;
+  int32_t counter_index = -1;
+  int32_t partial_index = -1;
+};
+
+/// The schedule of one problem shape on one device (what the launcher caches).
+struct GemmWorkPlan {
+  GemmTileConfig config = GemmTileConfig::Float32Large;
+  int tile = 0;                       ///< BM = BN of the config
+  int k_step = 0;                     ///< BK of the config
+  int slots = 0;                      ///< resident blocks the plan was balanced for
+  std::vector<GemmWorkItem> items;    ///< heaviest first; blockIdx.x runs items[blockIdx.x]
+  int split_tiles = 0;                ///< tiles whose k-range is split (arrival counters)
+  int64_t partial_tiles = 0;          ///< workspace tiles for the partial sums
+  double estimated_cycles = 0;        ///< the cost model's makespan (SM cycles)
+  double useful_cycles = 0;           ///< the same model's total work / slots (a lower bound)
+  std::string summary() const;        ///< "Float32Large: 560 items, 40 split tiles, ..."
+};
+
+/// Builds the schedule for `p` with `config` on a machine of `slots` resident blocks with
+/// `blocks_per_sm` of them per multiprocessor. Pure host code (no device call): the tests
+/// check its invariants and the benchmark prints it.
+GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm);
+
+/// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
+const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);
+
+}  // namespace sg::detail::cuda
