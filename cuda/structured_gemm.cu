@@ -5,6 +5,7 @@
 #include "cuda/structured_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -610,7 +611,7 @@ double simulate_makespan(const std::vector<GemmWorkItem>& items, int slots, int 
   return makespan;
 }
 
-std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step) {
+std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step, bool heaviest_first) {
   std::vector<TileWork> tiles;
   const int64_t tiles_m = (p.m + tile - 1) / tile, tiles_n = (p.n + tile - 1) / tile;
   for (int64_t ti = 0; ti < tiles_m; ++ti) {
@@ -632,7 +633,8 @@ std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step
     }
   }
   // Heaviest first; ties in raster order (neighbouring tiles share panels in L2).
-  std::stable_sort(tiles.begin(), tiles.end(), [](const TileWork& x, const TileWork& y) { return x.steps > y.steps; });
+  if (heaviest_first)
+    std::stable_sort(tiles.begin(), tiles.end(), [](const TileWork& x, const TileWork& y) { return x.steps > y.steps; });
   return tiles;
 }
 
@@ -689,11 +691,13 @@ std::string GemmWorkPlan::summary() const {
   return out.str();
 }
 
-GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm) {
+GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm,
+                                  GemmSchedule schedule) {
   SG_CHECK(slots > 0 && blocks_per_sm > 0, "structured gemm: planning for ", slots, " slots");
   const ConfigTraits t = traits_of(config);
   const CostModel model = cost_model(t, blocks_per_sm);
-  const std::vector<TileWork> tiles = enumerate_tiles(p, t.tile, t.k_step);
+  const bool heaviest_first = schedule != GemmSchedule::Raster;
+  const std::vector<TileWork> tiles = enumerate_tiles(p, t.tile, t.k_step, heaviest_first);
 
   GemmWorkPlan best;
   best.config = config;
@@ -701,10 +705,12 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   best.k_step = t.k_step;
   best.slots = slots;
   double best_cycles = -1;
-  for (const double granularity : {0.0, 4.0, 2.0, 1.0}) {
+  const std::vector<double> granularities =
+      schedule == GemmSchedule::Balanced ? std::vector<double>{0.0, 4.0, 2.0, 1.0} : std::vector<double>{0.0};
+  for (const double granularity : granularities) {
     std::vector<GemmWorkItem> items = split_tiles(tiles, granularity, slots, t);
     // Chunks re-sorted among whole tiles; stable keeps a tile's chunks together.
-    std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
+    if (heaviest_first) std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
       return item_cost(x, t.k_step, model) > item_cost(y, t.k_step, model);
     });
     const double cycles = simulate_makespan(items, slots, t.k_step, model);
@@ -764,9 +770,11 @@ int blocks_per_sm(GemmTileConfig config) {
   return 1;
 }
 
-// The plan depends on sizes, kinds, mask, dtype and device — not on trans, pointers or alpha
-// (those only change addressing), so products of one shape share an entry.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int>;
+// The plan depends on sizes, kinds, mask, dtype, device and schedule — not on trans, pointers
+// or alpha (those only change addressing), so products of one shape share an entry.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int>;
+
+std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
 
 struct CachedPlan {
   GemmWorkPlan plan;
@@ -788,7 +796,8 @@ PlanCache& plan_cache() {
 }
 
 const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
-  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device};
+  const GemmSchedule schedule = gemm_schedule();
+  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule)};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);
@@ -797,7 +806,7 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const int sms = sm_count(device);
   auto plan_for = [&](GemmTileConfig config) {
     const int per_sm = blocks_per_sm(config);
-    return plan_structured_gemm(p, config, sms * per_sm, per_sm);
+    return plan_structured_gemm(p, config, sms * per_sm, per_sm, schedule);
   };
   auto entry = std::make_unique<CachedPlan>();
   if (dtype == DType::Float64) {
@@ -887,6 +896,10 @@ void check_problem(const GemmProblem& p) {
 }
 
 }  // namespace
+
+void set_gemm_schedule(GemmSchedule schedule) { current_schedule.store(static_cast<int>(schedule)); }
+
+GemmSchedule gemm_schedule() { return static_cast<GemmSchedule>(current_schedule.load()); }
 
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);

@@ -52,10 +52,23 @@ struct GemmWorkPlan {
   std::string summary() const;        ///< "Float32Large: 560 items, 40 split tiles, ..."
 };
 
+/// How the planner orders and cuts the work. Balanced is what the library uses; the other
+/// two exist so the benchmark can measure what each measure buys (docs/structured_gemm.md).
+enum class GemmSchedule : uint8_t {
+  Balanced,       ///< heaviest first, and split-K where the cost model says it pays
+  HeaviestFirst,  ///< heaviest first, no split
+  Raster,         ///< tiles in row-major order, no split
+};
+
 /// Builds the schedule for `p` with `config` on a machine of `slots` resident blocks with
 /// `blocks_per_sm` of them per multiprocessor. Pure host code (no device call): the tests
 /// check its invariants and the benchmark prints it.
-GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm);
+GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm,
+                                  GemmSchedule schedule = GemmSchedule::Balanced);
+
+/// Sets the schedule of every later launch (process-wide; for benchmarks and tests).
+void set_gemm_schedule(GemmSchedule schedule);
+GemmSchedule gemm_schedule();
 
 /// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);

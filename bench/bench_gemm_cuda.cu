@@ -1,0 +1,298 @@
+// Benchmark of the CUDA structured GEMM through the public ops (matmul, gram, backward),
+// side by side with cuBLAS (SGEMM, STRMM, SSYMM, SSYRK) in one process on one stream, float32
+// (and float64 for Upper·Upper). CUDA events around each call, warm-up, median of --reps,
+// random inputs rotated among enough copies to exceed L2. Prints a Markdown table (useful
+// TFLOP/s counts only the flops the structure needs) and writes a CSV with --csv.
+// Usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--quick]
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <structgrad/structgrad.h>
+
+#include "cuda/check.h"
+#include "cuda/runtime.h"
+#include "cuda/structured_gemm.h"
+
+namespace {
+
+using sg::detail::cuda::GemmSchedule;
+
+struct Options {
+  std::vector<int64_t> sizes = {1024, 4096};
+  int reps = 15;
+  std::string csv;
+};
+
+struct Row {
+  int64_t n;
+  std::string workload, impl;
+  double ms, useful_flops;
+};
+
+std::vector<int64_t> parse_list(const std::string& text) {
+  std::vector<int64_t> v;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) v.push_back(std::stoll(item));
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--n") o.sizes = parse_list(next());
+    else if (arg == "--reps") o.reps = std::stoi(next());
+    else if (arg == "--csv") o.csv = next();
+    else {
+      std::fprintf(stderr, "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+/// Median milliseconds of `body(rep)` on `stream` over `reps` runs after three warm-ups.
+double median_ms(cudaStream_t stream, int reps, const std::function<void(int)>& body) {
+  cudaEvent_t start, stop;
+  SG_CUDA_CHECK(cudaEventCreate(&start));
+  SG_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int w = 0; w < 3; ++w) body(w);
+  SG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<float> times;
+  for (int r = 0; r < reps; ++r) {
+    SG_CUDA_CHECK(cudaEventRecord(start, stream));
+    body(r);
+    SG_CUDA_CHECK(cudaEventRecord(stop, stream));
+    SG_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    SG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  SG_CUDA_CHECK(cudaEventDestroy(start));
+  SG_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// Input sets to rotate through so that one pass reads more than three times the L2.
+int input_sets(int64_t n, int operands, size_t element) {
+  int l2 = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const double set_bytes = double(n) * n * element * operands;
+  return static_cast<int>(std::min(16.0, std::max(1.0, std::ceil(3.0 * l2 / set_bytes))));
+}
+
+class Bench {
+ public:
+  explicit Bench(const Options& o) : options_(o), stream_(sg::detail::cuda::stream(0)) {
+    SG_CUBLAS_CHECK(cublasCreate(&cublas_));
+    SG_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    SG_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  }
+  ~Bench() { cublasDestroy(cublas_); }
+
+  void run_size(int64_t n);
+  void print_table() const;
+  void write_csv(const std::string& path) const;
+
+ private:
+  void add(int64_t n, const std::string& workload, const std::string& impl, double ms, double flops) {
+    rows_.push_back({n, workload, impl, ms, flops});
+    std::printf("  %-28s %-34s %9.3f ms  %7.2f useful TFLOP/s\n", workload.c_str(), impl.c_str(), ms,
+                flops / (ms * 1e9));
+    std::fflush(stdout);
+  }
+  double time(const std::function<void(int)>& body) { return median_ms(stream_, options_.reps, body); }
+
+  Options options_;
+  cudaStream_t stream_;
+  cublasHandle_t cublas_ = nullptr;
+  std::vector<Row> rows_;
+};
+
+void Bench::run_size(int64_t n) {
+  const double n3 = double(n) * n * n;
+  const auto f32 = sg::TensorOptions().device(sg::kCUDA);
+  const int sets = input_sets(n, 2, sizeof(float));
+  std::printf("N = %lld (%d input sets)\n", static_cast<long long>(n), sets);
+  std::vector<sg::Tensor> upper_a, upper_b, sym_a, sym_b, dense_a, dense_b;
+  for (int s = 0; s < sets; ++s) {
+    upper_a.push_back(sg::UpperTriangular::randn(n, f32));
+    upper_b.push_back(sg::UpperTriangular::randn(n, f32));
+    sym_a.push_back(sg::Symmetric::randn(n, f32));
+    sym_b.push_back(sg::Symmetric::randn(n, f32));
+    dense_a.push_back(sg::randn({n, n}, f32));
+    dense_b.push_back(sg::randn({n, n}, f32));
+  }
+  sg::Tensor out = sg::randn({n, n}, f32);
+  sg::Tensor grad_out = sg::randn({n, n}, f32);
+  auto ptr = [](const sg::Tensor& t) { return static_cast<float*>(t.data_ptr()); };
+  const int ld = static_cast<int>(n), ni = static_cast<int>(n);
+  const float one = 1.f, zero = 0.f;
+
+  // ---- cuBLAS peers (column-major; the shapes are square, so only the work matters) ----
+  const double sgemm = time([&](int r) {
+    SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, ptr(dense_a[r % sets]), ld,
+                                ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
+  });
+  add(n, "dense·dense", "cuBLAS SGEMM", sgemm, 2 * n3);
+  const double strmm = time([&](int r) {
+    SG_CUBLAS_CHECK(cublasStrmm(cublas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                ni, ni, &one, ptr(upper_a[r % sets]), ld, ptr(upper_b[r % sets]), ld, ptr(out), ld));
+  });
+  const double ssymm = time([&](int r) {
+    SG_CUBLAS_CHECK(cublasSsymm(cublas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, ni, ni, &one, ptr(sym_a[r % sets]),
+                                ld, ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
+  });
+  const double ssyrk = time([&](int r) {
+    SG_CUBLAS_CHECK(cublasSsyrk(cublas_, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, ni, ni, &one, ptr(dense_a[r % sets]), ld,
+                                &zero, ptr(out), ld));
+  });
+
+  // ---- ours, forward (no recording) ---------------------------------------------------------
+  auto forward = [&](const char* workload, double flops, const std::function<sg::Tensor(int)>& f) {
+    sg::NoGradGuard no_grad;
+    const double ms = time([&](int r) { f(r); });
+    add(n, workload, "structgrad", ms, flops);
+    return ms;
+  };
+  const double uu = forward("upper·upper fwd", n3 / 3, [&](int r) {
+    return sg::matmul(sg::UpperTriangular(upper_a[r % sets]), sg::UpperTriangular(upper_b[r % sets]));
+  });
+  add(n, "upper·upper fwd", "cuBLAS STRMM", strmm, n3 / 3);
+  add(n, "upper·upper fwd", "cuBLAS SGEMM", sgemm, n3 / 3);
+  for (auto [schedule, name] : {std::pair{GemmSchedule::HeaviestFirst, "structgrad, heaviest-first, no split"},
+                                std::pair{GemmSchedule::Raster, "structgrad, raster order, no split"}}) {
+    sg::detail::cuda::set_gemm_schedule(schedule);
+    sg::NoGradGuard no_grad;
+    add(n, "upper·upper fwd", name, time([&](int r) { sg::matmul(upper_a[r % sets], upper_b[r % sets]); }), n3 / 3);
+    sg::detail::cuda::set_gemm_schedule(GemmSchedule::Balanced);
+  }
+  forward("upper·dense fwd", n3, [&](int r) { return sg::matmul(upper_a[r % sets], dense_b[r % sets]); });
+  add(n, "upper·dense fwd", "cuBLAS STRMM", strmm, n3);
+  forward("sym·dense fwd", 2 * n3, [&](int r) { return sg::matmul(sym_a[r % sets], dense_b[r % sets]); });
+  add(n, "sym·dense fwd", "cuBLAS SSYMM", ssymm, 2 * n3);
+  add(n, "sym·dense fwd", "cuBLAS SGEMM", sgemm, 2 * n3);
+  forward("dense·sym fwd", 2 * n3, [&](int r) { return sg::matmul(dense_a[r % sets], sym_b[r % sets]); });
+  forward("sym·sym fwd", 2 * n3, [&](int r) { return sg::matmul(sym_a[r % sets], sym_b[r % sets]); });
+  add(n, "sym·sym fwd", "cuBLAS SGEMM", sgemm, 2 * n3);
+  forward("gram a·aᵀ", n3, [&](int r) { return sg::gram(dense_a[r % sets]); });
+  add(n, "gram a·aᵀ", "cuBLAS SSYRK", ssyrk, n3);
+  add(n, "gram a·aᵀ", "cuBLAS SGEMM", sgemm, n3);
+  forward("dense·dense fwd", 2 * n3, [&](int r) { return sg::matmul(dense_a[r % sets], dense_b[r % sets]); });
+
+  // ---- ours, forward + backward through autograd ----------------------------------------
+  auto forward_backward = [&](const char* workload, double flops, std::vector<sg::Tensor>& as,
+                              std::vector<sg::Tensor>& bs) {
+    std::vector<sg::Tensor> a_leaves, b_leaves;
+    for (int s = 0; s < sets; ++s) {
+      a_leaves.push_back(as[s].detach().requires_grad_());
+      b_leaves.push_back(bs[s].detach().requires_grad_());
+    }
+    const double ms = time([&](int r) {
+      sg::Tensor& a = a_leaves[r % sets];
+      sg::Tensor& b = b_leaves[r % sets];
+      sg::matmul(a, b).backward(grad_out);
+      a.zero_grad();
+      b.zero_grad();
+    });
+    add(n, workload, "structgrad", ms, flops);
+    return ms;
+  };
+  const double dense_fwd_bwd = time([&](int r) {  // what a dense framework runs: three SGEMMs
+    for (int g = 0; g < 3; ++g)
+      SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, g == 1 ? CUBLAS_OP_T : CUBLAS_OP_N, ni, ni, ni, &one,
+                                  ptr(dense_a[r % sets]), ld, ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
+  });
+  forward_backward("upper·upper fwd+bwd", n3, upper_a, upper_b);
+  add(n, "upper·upper fwd+bwd", "cuBLAS 3×SGEMM", dense_fwd_bwd, n3);
+  forward_backward("sym·dense fwd+bwd", 6 * n3, sym_a, dense_b);
+  add(n, "sym·dense fwd+bwd", "cuBLAS 3×SGEMM", dense_fwd_bwd, 6 * n3);
+  forward_backward("sym·sym fwd+bwd", 6 * n3, sym_a, sym_b);
+  add(n, "sym·sym fwd+bwd", "cuBLAS 3×SGEMM", dense_fwd_bwd, 6 * n3);
+
+  // ---- float64 Upper·Upper (the gradcheck precision) against cuBLAS DGEMM ---------------
+  {
+    const auto f64 = f32.dtype(sg::kFloat64);
+    sg::Tensor a = sg::UpperTriangular::randn(n, f64), b = sg::UpperTriangular::randn(n, f64);
+    sg::Tensor c = sg::randn({n, n}, f64);
+    const double done = 1.0, dzero = 0.0;
+    sg::NoGradGuard no_grad;
+    add(n, "upper·upper fwd float64", "structgrad", time([&](int) { sg::matmul(a, b); }), n3 / 3);
+    add(n, "upper·upper fwd float64", "cuBLAS DGEMM", time([&](int) {
+          SG_CUBLAS_CHECK(cublasDgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &done,
+                                      static_cast<const double*>(a.data_ptr()), ld,
+                                      static_cast<const double*>(b.data_ptr()), ld, &dzero,
+                                      static_cast<double*>(c.data_ptr()), ld));
+        }),
+        n3 / 3);
+  }
+
+  // The plan the Upper·Upper forward ran with.
+  sg::detail::GemmProblem p;
+  p.m = p.n = p.k = n;
+  p.a = {sg::detail::OperandKind::Upper, false};
+  p.b = {sg::detail::OperandKind::Upper, false};
+  p.mask = sg::detail::OutputMask::Upper;
+  std::printf("  plan of upper·upper: %s\n", sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).summary().c_str());
+  (void)uu;
+}
+
+void Bench::print_table() const {
+  std::printf("\n| N | workload | implementation | ms | useful TFLOP/s | time / structgrad's |\n|---|---|---|---|---|---|\n");
+  for (const Row& row : rows_) {
+    double ours = 0;
+    for (const Row& other : rows_)
+      if (other.n == row.n && other.workload == row.workload && other.impl == "structgrad") ours = other.ms;
+    std::printf("| %lld | %s | %s | %.3f | %.2f | %s |\n", static_cast<long long>(row.n), row.workload.c_str(),
+                row.impl.c_str(), row.ms, row.useful_flops / (row.ms * 1e9),
+                ours > 0 ? (std::to_string(row.ms / ours).substr(0, 5) + "×").c_str() : "");
+  }
+}
+
+void Bench::write_csv(const std::string& path) const {
+  std::ofstream out(path);
+  out << "n,workload,implementation,ms,useful_tflops\n";
+  for (const Row& row : rows_)
+    out << row.n << "," << row.workload << "," << row.impl << "," << row.ms << ","
+        << row.useful_flops / (row.ms * 1e9) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  if (!sg::cuda::is_available()) {
+    std::fprintf(stderr, "bench_gemm_cuda: no CUDA device\n");
+    return 1;
+  }
+  try {
+    std::printf("bench_gemm_cuda on %s, float32 exact (FFMA), median of %d\n", sg::cuda::device_name().c_str(),
+                options.reps);
+    Bench bench(options);
+    for (int64_t n : options.sizes) bench.run_size(n);
+    bench.print_table();
+    if (!options.csv.empty()) bench.write_csv(options.csv);
+  } catch (const sg::Error& e) {
+    std::fprintf(stderr, "bench_gemm_cuda: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,358 @@
+// The CUDA structured GEMM against the CPU float64 reference (ops/cpu/reference_gemm.cpp):
+// every operand descriptor (Dense / Upper / Lower / Symmetric, stored transposed or not) on
+// each side, every output mask, sizes that are and are not tile multiples, rectangular Dense
+// operands, float32 and float64. Outputs are poisoned with NaN before each launch, so an
+// unwritten element fails; the storage outside an operand's structure holds random values
+// that a kernel must never use. Also the host planner's invariants (no GPU needed).
+#include "test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/backend.h"
+#include "ops/cpu/cpu_gemm.h"
+#if defined(SG_WITH_CUDA)
+#include "cuda/structured_gemm.h"
+#endif
+
+namespace {
+
+using sg::detail::GemmOperand;
+using sg::detail::GemmProblem;
+using sg::detail::OperandKind;
+using sg::detail::OutputMask;
+
+const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
+
+/// One operand descriptor: the structure of op(X) and whether X is stored transposed.
+struct Variant {
+  OperandKind kind;
+  bool trans;
+};
+const Variant kVariants[] = {{OperandKind::Dense, false}, {OperandKind::Dense, true},  {OperandKind::Upper, false},
+                             {OperandKind::Upper, true},  {OperandKind::Lower, false}, {OperandKind::Lower, true},
+                             {OperandKind::Symmetric, false}};
+
+const char* kind_name(OperandKind k) {
+  switch (k) {
+    case OperandKind::Dense: return "Dense";
+    case OperandKind::Upper: return "Upper";
+    case OperandKind::Lower: return "Lower";
+    case OperandKind::Symmetric: return "Symmetric";
+  }
+  return "?";
+}
+const char* mask_name(OutputMask m) {
+  return m == OutputMask::Full ? "Full" : m == OutputMask::Upper ? "Upper" : "Symmetric";
+}
+
+std::string describe(const GemmProblem& p, sg::DType dtype) {
+  return sg::detail::concat(sg::dtype_name(dtype), " m=", p.m, " n=", p.n, " k=", p.k, " A=", kind_name(p.a.kind),
+                            p.a.trans ? "^T" : "", " B=", kind_name(p.b.kind), p.b.trans ? "^T" : "",
+                            " mask=", mask_name(p.mask), " alpha=", p.alpha);
+}
+
+/// Random normal values (never zeros), fresh for every call.
+std::vector<double> random_values(int64_t count, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> v(static_cast<size_t>(count));
+  for (double& x : v) x = normal(rng);
+  return v;
+}
+
+/// The result of one checked product: relative Frobenius error and whether every element
+/// passed the elementwise bound, the mask's exact zeros and the bit-exact mirror.
+struct Checked {
+  double rel_error = 0;
+  std::string failure;  // empty when everything held
+};
+
+/// Runs C = alpha·op(A)·op(B) on cuda:0 with storages filled with random values (also
+/// outside the structures) and C poisoned with NaN, and compares with the float64 reference.
+Checked run_and_compare(GemmProblem p, sg::DType dtype, std::mt19937_64& rng) {
+  const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
+  const int64_t b_rows = p.b.trans ? p.n : p.k, b_cols = p.b.trans ? p.k : p.n;
+  const auto opts = sg::TensorOptions().dtype(dtype);
+  sg::Tensor a = sg::from_vector(random_values(a_rows * a_cols, rng), {a_rows, a_cols}, opts);
+  sg::Tensor b = sg::from_vector(random_values(b_rows * b_cols, rng), {b_rows, b_cols}, opts);
+  // The host reference reads the same (rounded) values the device gets.
+  GemmProblem host = p;
+  host.a_data = a.data_ptr();
+  host.b_data = b.data_ptr();
+  host.lda = a_cols;
+  host.ldb = b_cols;
+  host.ldc = p.n;
+  std::vector<double> reference(static_cast<size_t>(p.m * p.n));
+  sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
+
+  sg::Tensor a_dev = a.to(kCuda0), b_dev = b.to(kCuda0);
+  sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
+  c_dev.fill_(std::nan(""));
+  GemmProblem device = host;
+  device.a_data = a_dev.data_ptr();
+  device.b_data = b_dev.data_ptr();
+  device.c_data = c_dev.data_ptr();
+  sg::detail::backend_for(kCuda0).gemm(device, dtype);
+  const std::vector<double> c = c_dev.to_vector();
+
+  Checked out;
+  out.rel_error = sgtest::rel_error(c, reference);
+  double sum_sq = 0;
+  for (double r : reference) sum_sq += r * r;
+  const double rms = std::sqrt(sum_sq / std::max<size_t>(1, reference.size()));
+  // Elementwise: ten times the Frobenius bound, relative to the reference's rms, so a single
+  // wrong or unwritten element fails even where the Frobenius norm would hide it.
+  const double element_tol = (dtype == sg::kFloat32 ? 1e-4 : 1e-11) * std::max(rms, 1e-30);
+  for (int64_t i = 0; i < p.m && out.failure.empty(); ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      const double x = c[i * p.n + j], r = reference[i * p.n + j];
+      if (!(std::abs(x - r) <= element_tol)) {
+        out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, ", reference ", r);
+        break;
+      }
+      if (p.mask == OutputMask::Upper && i > j && (x != 0.0 || std::signbit(x))) {
+        out.failure = sg::detail::concat("element (", i, ", ", j, ") below the diagonal is ", x, ", not +0");
+        break;
+      }
+      if (p.mask == OutputMask::Symmetric && i > j) {
+        const double mirror = c[j * p.n + i];
+        if (std::memcmp(&x, &mirror, sizeof(double)) != 0) {
+          out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, " is not the bit-exact mirror ", mirror);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, double alpha = 1.0) {
+  GemmProblem p;
+  p.m = p.n = p.k = n;
+  p.a = {a.kind, a.trans};
+  p.b = {b.kind, b.trans};
+  p.mask = mask;
+  p.alpha = alpha;
+  return p;
+}
+
+double tolerance(sg::DType dtype) { return dtype == sg::kFloat32 ? 1e-5 : 1e-12; }
+
+#define SG_EXPECT_PRODUCT(problem, dtype, rng)                                                       \
+  do {                                                                                               \
+    const Checked checked_ = run_and_compare((problem), (dtype), (rng));                             \
+    EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype));                 \
+    EXPECT_TRUE(checked_.failure.empty()) << describe((problem), (dtype)) << ": " << checked_.failure; \
+  } while (0)
+
+/// Every descriptor pair under the Full and Upper masks, and every A·Aᵀ-shaped pair (the
+/// products whose result is symmetric) under the Symmetric mask, at size n.
+void check_every_descriptor(int64_t n, sg::DType dtype, std::mt19937_64& rng) {
+  for (const Variant& a : kVariants) {
+    for (const Variant& b : kVariants) {
+      for (OutputMask mask : {OutputMask::Full, OutputMask::Upper}) {
+        // Dense·Dense with a Full mask is cuBLAS's, not the structured kernel's.
+        if (a.kind == OperandKind::Dense && b.kind == OperandKind::Dense && mask == OutputMask::Full) continue;
+        SG_EXPECT_PRODUCT(square(n, a, b, mask), dtype, rng);
+      }
+    }
+    // op(A)·op(A)ᵀ: the transpose of op(A) as B flips the trans flag and Upper <-> Lower.
+    Variant b = a;
+    if (a.kind != OperandKind::Symmetric) {
+      b.trans = !a.trans;
+      b.kind = a.kind == OperandKind::Upper ? OperandKind::Lower
+               : a.kind == OperandKind::Lower ? OperandKind::Upper
+                                              : OperandKind::Dense;
+    }
+    // The symmetric-mask product must read one buffer as both operands.
+    GemmProblem p = square(n, a, b, OutputMask::Symmetric, 2.0);
+    const int64_t rows = n, cols = n;
+    const auto opts = sg::TensorOptions().dtype(dtype);
+    sg::Tensor x = sg::from_vector(random_values(rows * cols, rng), {rows, cols}, opts);
+    std::vector<double> reference(static_cast<size_t>(n * n));
+    GemmProblem host = p;
+    host.a_data = host.b_data = x.data_ptr();
+    host.lda = host.ldb = host.ldc = n;
+    sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
+    sg::Tensor x_dev = x.to(kCuda0);
+    sg::Tensor c_dev = sg::Tensor::empty({n, n}, opts.device(kCuda0));
+    c_dev.fill_(std::nan(""));
+    GemmProblem device = host;
+    device.a_data = device.b_data = x_dev.data_ptr();
+    device.c_data = c_dev.data_ptr();
+    sg::detail::backend_for(kCuda0).gemm(device, dtype);
+    const std::vector<double> c = c_dev.to_vector();
+    EXPECT_LE(sgtest::rel_error(c, reference), tolerance(dtype)) << describe(p, dtype);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < i; ++j)
+        ASSERT_EQ(std::memcmp(&c[i * n + j], &c[j * n + i], sizeof(double)), 0)
+            << describe(p, dtype) << ": (" << i << ", " << j << ") is not the mirror";
+  }
+}
+
+class CudaGemm : public ::testing::TestWithParam<sg::DType> {
+ protected:
+  void SetUp() override { SG_SKIP_IF_UNAVAILABLE(kCuda0); }
+};
+
+TEST_P(CudaGemm, EveryDescriptorAndMaskAtSmallSizes) {
+  std::mt19937_64 rng(1);
+  for (int64_t n : {1, 2, 17, 31, 64, 127, 128, 129, 255}) check_every_descriptor(n, GetParam(), rng);
+}
+
+TEST_P(CudaGemm, RectangularDenseOperandsBesideStructuredOnes) {
+  std::mt19937_64 rng(2);
+  const sg::DType dtype = GetParam();
+  for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {17, 300}, {129, 31}, {255, 1}, {64, 1000}}) {
+    for (const Variant& s : kVariants) {
+      if (s.kind == OperandKind::Dense) continue;
+      for (bool dense_trans : {false, true}) {
+        // Structured(n×n) · Dense(n×m)
+        GemmProblem left = square(n, s, {OperandKind::Dense, dense_trans}, OutputMask::Full, 0.5);
+        left.n = m;
+        SG_EXPECT_PRODUCT(left, dtype, rng);
+        // Dense(m×n) · Structured(n×n)
+        GemmProblem right = square(n, {OperandKind::Dense, dense_trans}, s, OutputMask::Full);
+        right.m = m;
+        SG_EXPECT_PRODUCT(right, dtype, rng);
+      }
+    }
+    // Dense·Dense with an Upper mask over a rectangular inner dimension (triu(G·Bᵀ) shapes).
+    GemmProblem masked = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper);
+    masked.k = m;
+    SG_EXPECT_PRODUCT(masked, dtype, rng);
+  }
+}
+
+// The products matmul, linear and gram issue (forward and backward, DESIGN §5) at n = 1000,
+// 1024 and 4096, each once, float32 and float64.
+std::vector<GemmProblem> matmul_table_products(int64_t n) {
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant sym{OperandKind::Symmetric, false};
+  return {
+      square(n, upper, upper, OutputMask::Upper),      // Upper·Upper forward
+      square(n, upper, lower_t, OutputMask::Upper),    // dA = triu(G·Bᵀ), G upper
+      square(n, lower_t, upper, OutputMask::Upper),    // dB = triu(Aᵀ·G)
+      square(n, upper, dense, OutputMask::Full),       // Upper·Dense forward
+      square(n, dense, dense_t, OutputMask::Upper),    // its dA = triu(G·Bᵀ)
+      square(n, lower_t, dense, OutputMask::Full),     // its dB = Aᵀ·G
+      square(n, sym, dense, OutputMask::Full),         // Sym·Dense forward and its dB = A·G
+      square(n, dense, sym, OutputMask::Full),         // Dense·Sym forward; Sym·Sym dA = G·B
+      square(n, sym, sym, OutputMask::Full),           // Sym·Sym forward
+      square(n, dense, lower_t, OutputMask::Full),     // linear(x, U) = x·Uᵀ
+      square(n, dense_t, upper, OutputMask::Upper),    // Dense·Upper dB = triu(Aᵀ·G)
+  };
+}
+
+TEST_P(CudaGemm, LargeMatmulTableProductsAt1000And1024) {
+  std::mt19937_64 rng(3);
+  for (int64_t n : {1000, 1024})
+    for (const GemmProblem& p : matmul_table_products(n)) SG_EXPECT_PRODUCT(p, GetParam(), rng);
+}
+
+TEST_P(CudaGemm, LargeMatmulTableProductsAt4096) {
+  std::mt19937_64 rng(4);
+  for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(p, GetParam(), rng);
+}
+
+TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
+  // Split-K sums its partials in chunk order, so the result must not depend on which chunk
+  // of a tile finishes last; and the arrival counters must be reset for the next launch.
+  const sg::DType dtype = GetParam();
+  const int64_t n = 1024;
+  auto opts = sg::TensorOptions().dtype(dtype).device(kCuda0);
+  sg::UpperTriangular a = sg::UpperTriangular::randn(n, opts), b = sg::UpperTriangular::randn(n, opts);
+  const std::vector<double> first = sg::matmul(a, b).to_vector();
+  for (int rep = 0; rep < 5; ++rep) ASSERT_EQ(sg::matmul(a, b).to_vector(), first) << "launch " << rep + 2;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaGemm, ::testing::Values(sg::kFloat32, sg::kFloat64),
+                         [](const testing::TestParamInfo<sg::DType>& info) {
+                           return std::string(sg::dtype_name(info.param));
+                         });
+
+// ---- the host planner (pure host code: runs without a GPU) --------------------------------
+
+#if defined(SG_WITH_CUDA)
+using sg::detail::cuda::GemmTileConfig;
+using sg::detail::cuda::GemmWorkPlan;
+using sg::detail::cuda::plan_structured_gemm;
+
+/// Multiply-adds a plan issues, counting whole tiles (edge tiles at full size).
+double planned_macs(const GemmWorkPlan& plan) {
+  double macs = 0;
+  for (const auto& item : plan.items) macs += double(plan.tile) * plan.tile * (item.k_end - item.k_begin);
+  return macs;
+}
+
+TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
+  for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64}) {
+    for (int64_t n : {1, 129, 1000, 4096}) {
+      const GemmProblem p = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+      const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
+      const int64_t tiles = (n + plan.tile - 1) / plan.tile;
+      // Per tile: its chunks, in k order, must tile [k_begin, k_end) of structured_k_range.
+      std::vector<std::vector<const sg::detail::cuda::GemmWorkItem*>> by_tile(static_cast<size_t>(tiles * tiles));
+      for (const auto& item : plan.items) by_tile[item.tile_row * tiles + item.tile_col].push_back(&item);
+      for (int64_t ti = 0; ti < tiles; ++ti) {
+        for (int64_t tj = 0; tj < tiles; ++tj) {
+          auto& chunks = by_tile[ti * tiles + tj];
+          std::sort(chunks.begin(), chunks.end(), [](auto* x, auto* y) { return x->chunk < y->chunk; });
+          ASSERT_FALSE(chunks.empty()) << "tile (" << ti << ", " << tj << ") has no item (it must write its zeros)";
+          const int64_t row0 = ti * plan.tile, col0 = tj * plan.tile;
+          const int64_t row1 = std::min(row0 + plan.tile, n), col1 = std::min(col0 + plan.tile, n);
+          auto range = sg::detail::structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, n);
+          if (row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
+          int64_t k = range.end > range.begin ? range.begin : 0;
+          for (size_t c = 0; c < chunks.size(); ++c) {
+            ASSERT_EQ(chunks[c]->chunk, static_cast<int>(c));
+            ASSERT_EQ(chunks[c]->chunk_count, static_cast<int>(chunks.size()));
+            if (range.end <= range.begin) {
+              EXPECT_GE(chunks[c]->k_begin, chunks[c]->k_end);
+              continue;
+            }
+            EXPECT_EQ(chunks[c]->k_begin, k) << "tile (" << ti << ", " << tj << ") chunk " << c;
+            EXPECT_EQ(chunks[c]->k_begin % plan.k_step, 0);
+            k = chunks[c]->k_end;
+          }
+          if (range.end > range.begin) EXPECT_EQ(k, range.end) << "tile (" << ti << ", " << tj << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
+  const int64_t n = 4096;
+  const double n3 = double(n) * n * n;
+  const GemmProblem upper = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmWorkPlan plan = plan_structured_gemm(upper, GemmTileConfig::Float32Large, 132 * 2, 2);
+  const double macs = planned_macs(plan);
+  EXPECT_GE(macs, n3 / 6);
+  EXPECT_LE(macs, 1.15 * n3 / 6) << plan.summary();  // whole 128-tiles along the diagonal
+  // Sym·Dense reads half of S but does all n³ multiply-adds; gram (Symmetric mask) half of them.
+  const GemmProblem gram = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Symmetric);
+  const double gram_macs = planned_macs(plan_structured_gemm(gram, GemmTileConfig::Float32Large, 132 * 2, 2));
+  EXPECT_GE(gram_macs, n3 / 2);
+  EXPECT_LE(gram_macs, 1.05 * n3 / 2);
+}
+
+TEST(CudaGemmPlanner, HeaviestItemsComeFirstAndBalanceIsNearTheBound) {
+  const GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2);
+  for (size_t i = 1; i < plan.items.size(); ++i) {
+    const auto &prev = plan.items[i - 1], &cur = plan.items[i];
+    // Split chunks carry a partial-tile cost of about two k-steps in the model.
+    EXPECT_GE(prev.k_end - prev.k_begin + 3 * plan.k_step, cur.k_end - cur.k_begin) << "item " << i;
+  }
+  // The modelled makespan within 15% of total work / slots (heaviest-first plus split-K).
+  EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.85) << plan.summary();
+}
+#endif
+
+}  // namespace
