@@ -6,6 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/sg_out}
+# SG_SRC: the source tree to build (default: this checkout); the build stays in build-device.
+src=${SG_SRC:-.}
 mkdir -p "$OUT"
 stages=${*:-build test sanitize bench anchors}
 build=build-device
@@ -19,7 +21,7 @@ cat "$OUT/device.txt"
 
 if has build; then
   t0=$(date +%s)
-  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
+  cmake -S $src -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
     cmake --build $build -j16 >> "$OUT/build.log" 2>&1
   rc=$?
   grep -E "registers|spill|error" "$OUT/build.log" | grep -v "^--" | head -40 > "$OUT/ptxas.txt"
@@ -29,7 +31,7 @@ fi
 
 if has test; then
   t0=$(date +%s)
-  (cd $build && timeout 400 ctest -j4 --output-on-failure --timeout 300 > "$OUT/ctest.log" 2>&1)
+  (cd $build && timeout ${SG_TEST_TIMEOUT:-300} ctest -j4 --output-on-failure --timeout 280 > "$OUT/ctest.log" 2>&1)
   rc=$?
   note "ctest rc=$rc ($(( $(date +%s) - t0 ))s): $(grep -E 'tests passed' "$OUT/ctest.log")"
   grep -E "\(Failed\)|\(Timeout\)|Skipped" "$OUT/ctest.log" | head -30
@@ -51,10 +53,11 @@ if has sanitize; then
 fi
 
 if has bench; then
-  [ -x $build/bench/bench_gemm_cuda ] && timeout 300 $build/bench/bench_gemm_cuda --csv "$OUT/bench_gemm_cuda.csv" \
+  [ -x $build/bench/bench_gemm_cuda ] && timeout 150 $build/bench/bench_gemm_cuda --csv "$OUT/bench_gemm_cuda.csv" \
     > "$OUT/bench_gemm_cuda.txt" 2>&1
   note "bench_gemm_cuda rc=$?"
-  [ -f bench/torch_structured.py ] && timeout 200 python3 bench/torch_structured.py > "$OUT/torch_structured.txt" 2>&1
+  [ -f $src/bench/torch_structured.py ] && PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py \
+    --csv "$OUT/torch_structured.csv" > "$OUT/torch_structured.txt" 2>&1
   note "torch_structured rc=$?"
   for ex in kernelbench_triu kernelbench_symmetric; do
     timeout 120 $build/examples/$ex --device cuda --steps 10 > "$OUT/$ex.txt" 2>&1
