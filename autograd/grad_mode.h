@@ -5,6 +5,8 @@ namespace sg::autograd {
 
 /// True while ops record onto this thread's tape (the default).
 bool grad_mode_enabled();
+/// Turns recording on or off for this thread (prefer NoGradGuard, which restores it).
+/// Example: `sg::autograd::set_grad_mode(false);`
 void set_grad_mode(bool enabled);
 
 /// Stops recording for its scope (like torch::NoGradGuard). Example:

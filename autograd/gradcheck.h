@@ -14,21 +14,24 @@
 
 namespace sg::autograd {
 
+/// Tolerances and what gradcheck checks. Example: `sg::GradcheckOptions o; o.random_directions = 4;`
 struct GradcheckOptions {
   double eps = 1e-6;           ///< finite-difference step
   double atol = 1e-6;          ///< |numerical − analytical| <= atol + rtol·|numerical|
-  double rtol = 1e-4;
+  double rtol = 1e-4;          ///< relative tolerance (see atol)
   bool per_entry = true;       ///< check every basis direction of every input
   int random_directions = 0;   ///< also check this many random in-structure directions
-  bool check_linearity = true;
-  bool check_repeatability = true;
-  uint64_t seed = 1234;
+  bool check_linearity = true;      ///< grad(aW₁ + bW₂) == a·grad(W₁) + b·grad(W₂)
+  bool check_repeatability = true;  ///< a second backward is bit-identical
+  uint64_t seed = 1234;             ///< seed of W and of the random directions
 };
 
+/// The outcome of gradcheck; converts to bool. Example: `EXPECT_TRUE(r.ok) << r.message;`
 struct GradcheckResult {
-  bool ok = true;
+  bool ok = true;       ///< every check passed
   std::string message;  ///< names the input, the entry and both values on failure
-  int64_t directions_checked = 0;
+  int64_t directions_checked = 0;  ///< how many directions were compared
+  /// Same as ok. Example: `if (!sg::gradcheck(f, {x})) ...`
   explicit operator bool() const { return ok; }
 };
 

@@ -19,50 +19,57 @@ struct Node;
 /// Where the gradient of one input goes: the record that produced it (and which of its
 /// outputs), or the leaf that accumulates it. Both empty: the input needs no gradient.
 struct Edge {
-  std::shared_ptr<Node> node;
-  uint32_t output_nr = 0;
-  std::shared_ptr<TensorImpl> leaf;
+  std::shared_ptr<Node> node;        ///< the producing record, when the input is not a leaf
+  uint32_t output_nr = 0;            ///< which output of `node`
+  std::shared_ptr<TensorImpl> leaf;  ///< the leaf, when the input is a parameter
+  /// True when the gradient goes somewhere. Example: `if (node->next[0].active()) ...`
   bool active() const { return node != nullptr || leaf != nullptr; }
 };
 
 /// What backward must reproduce for each input and output (validated by the engine).
 struct TensorMeta {
-  Shape shape;
-  DType dtype;
-  Device device;
-  Structure structure;
+  Shape shape;          ///< shape of the tensor
+  DType dtype;          ///< its dtype
+  Device device;        ///< its device
+  Structure structure;  ///< its structure tag
+  /// The metadata of t. Example: `auto m = sg::autograd::TensorMeta::of(x);`
   static TensorMeta of(const Tensor& t) { return {t.shape(), t.dtype(), t.device(), t.structure()}; }
 };
 
 /// What a backward closure receives. grad_outputs[i] already has the structure of output i
 /// (the engine projects it), so a backward can rely on G being upper for an Upper output.
 struct BackwardContext {
-  std::vector<Tensor> grad_outputs;
-  std::vector<Tensor> saved;
-  std::vector<bool> needs_input_grad;
+  std::vector<Tensor> grad_outputs;   ///< one upstream gradient per output, projected onto its structure
+  std::vector<Tensor> saved;          ///< the tensors record() saved, in order
+  std::vector<bool> needs_input_grad;  ///< which inputs want a gradient
+  /// True when input `input` wants a gradient (compute only those). Example: `if (ctx.needs(0)) ...`
   bool needs(size_t input) const { return input < needs_input_grad.size() && needs_input_grad[input]; }
 };
 
 /// Returns one gradient per input (undefined where not needed).
 using BackwardFn = std::function<std::vector<Tensor>(BackwardContext&)>;
 
+/// A tensor a backward needs, with the storage version it had when saved (an in-place write
+/// before backward is detected and reported). Example: `node->saved[0].tensor`.
 struct SavedTensor {
-  Tensor tensor;  // detached: holds the storage, never the graph (no reference cycles)
-  uint64_t version = 0;
+  Tensor tensor;  ///< detached: holds the storage, never the graph (no reference cycles)
+  uint64_t version = 0;  ///< Storage::version at save time
 };
 
 struct TapeCounter;
 
+/// One record of the tape: what an op needs to run its backward (see record()).
+/// Example: `x.impl().grad_fn->name == "matmul"`.
 struct Node {
-  std::string name;
-  uint64_t sequence = 0;  // creation order on this thread's tape
-  std::vector<Edge> next;
-  std::vector<TensorMeta> input_meta;
-  std::vector<TensorMeta> output_meta;
-  std::vector<SavedTensor> saved;
-  BackwardFn backward;
-  bool consumed = false;
-  std::shared_ptr<TapeCounter> counter;
+  std::string name;                     ///< the op's name, used in error messages
+  uint64_t sequence = 0;                ///< creation order on this thread's tape
+  std::vector<Edge> next;               ///< where each input's gradient goes
+  std::vector<TensorMeta> input_meta;   ///< what each input gradient must look like
+  std::vector<TensorMeta> output_meta;  ///< what each output looked like
+  std::vector<SavedTensor> saved;       ///< tensors the backward reads
+  BackwardFn backward;                  ///< the op's backward closure
+  bool consumed = false;                ///< set once backward ran without retain_graph
+  std::shared_ptr<TapeCounter> counter; ///< this thread's live-record counter (tape_size())
 
   Node();
   ~Node();  // releases predecessors iteratively: a long chain must not recurse

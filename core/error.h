@@ -13,6 +13,7 @@ namespace sg {
 
 /// Shapes print as [2, 5] (declared here so error messages can stream them).
 std::string shape_str(const std::vector<int64_t>& shape);
+/// Streams a shape as [2, 5]. Example: `std::cout << t.shape();`
 inline std::ostream& operator<<(std::ostream& out, const std::vector<int64_t>& shape) {
   return out << shape_str(shape);
 }
@@ -21,6 +22,7 @@ inline std::ostream& operator<<(std::ostream& out, const std::vector<int64_t>& s
 /// Example: `try { sg::matmul(a, b); } catch (const sg::Error& e) { std::cerr << e.what(); }`
 class Error : public std::runtime_error {
  public:
+  /// An error with this message (SG_CHECK builds it). Example: `throw sg::Error("io: bad file");`
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 

@@ -10,15 +10,18 @@
 
 namespace sg {
 
+/// One contiguous allocation on one device, shared by the tensors that view it (internal to
+/// Tensor; users see it only through data_ptr()). Example: `t.impl().storage->nbytes`.
 struct Storage {
+  /// Allocates `nbytes` on `device` (aligned host memory, or the CUDA caching allocator).
   Storage(size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data = nullptr;
-  size_t nbytes = 0;
-  Device device;
+  void* data = nullptr;  ///< first byte (host or device memory)
+  size_t nbytes = 0;     ///< size of the allocation
+  Device device;         ///< where it lives
   /// Bumped by every in-place write (optimizer steps, copy_, fill_): autograd uses it to
   /// detect a saved tensor that was modified before backward.
   std::atomic<uint64_t> version{0};
@@ -28,11 +31,11 @@ struct Storage {
 struct AllocatorStats {
   size_t bytes_in_use = 0;        ///< bytes held by live tensors (rounded block sizes)
   size_t bytes_cached = 0;        ///< bytes in free lists, ready for reuse
-  size_t peak_bytes_in_use = 0;
+  size_t peak_bytes_in_use = 0;     ///< the largest bytes_in_use seen
   uint64_t num_device_mallocs = 0;  ///< real cudaMalloc calls
   uint64_t num_device_frees = 0;    ///< real cudaFree calls
   uint64_t num_allocations = 0;     ///< requests served (from cache or cudaMalloc)
-  uint64_t num_cache_hits = 0;
+  uint64_t num_cache_hits = 0;      ///< requests served from a free list
 };
 
 /// Counters of host (CPU) tensor memory: bytes held by live storages and allocations made.

@@ -724,23 +724,21 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   for (const GemmWorkItem& item : best.items) total += item_cost(item, t.k_step, model);
   best.useful_cycles = total / slots;
 
-  // Arrival counters and workspace slots for the split tiles.
+  // Arrival counters and workspace slots for the split tiles. After the cost sort a tile's
+  // chunks are no longer adjacent (nor in chunk order), so they are found by tile.
   int64_t partial_tiles = 0;
   int split = 0;
-  for (size_t i = 0; i < best.items.size();) {
-    GemmWorkItem& first = best.items[i];
-    if (first.chunk_count == 1) {
-      ++i;
-      continue;
+  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int64_t>> split_slots;  // tile -> counter, partials
+  for (GemmWorkItem& item : best.items) {
+    if (item.chunk_count == 1) continue;
+    const auto [slot, first_seen] =
+        split_slots.try_emplace({item.tile_row, item.tile_col}, split, partial_tiles);
+    if (first_seen) {
+      ++split;
+      partial_tiles += item.chunk_count;
     }
-    for (int c = 0; c < first.chunk_count; ++c) {
-      GemmWorkItem& chunk = best.items[i + c];
-      chunk.counter_index = split;
-      chunk.partial_index = static_cast<int32_t>(partial_tiles);
-    }
-    i += first.chunk_count;
-    ++split;
-    partial_tiles += first.chunk_count;
+    item.counter_index = slot->second.first;
+    item.partial_index = static_cast<int32_t>(slot->second.second);
   }
   best.split_tiles = split;
   best.partial_tiles = partial_tiles;

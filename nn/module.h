@@ -14,6 +14,8 @@
 
 namespace sg::nn {
 
+/// A container of named parameters and submodules, like torch::nn::Module.
+/// Example: `sg::nn::Module model; model.register_module("layer0", layer);`
 class Module {
  public:
   virtual ~Module() = default;
@@ -46,28 +48,37 @@ class Module {
 /// y = x·Wᵀ + b, W [out, in] dense. Example: `auto layer = std::make_shared<sg::nn::Linear>(16, 8);`
 class Linear : public Module {
  public:
+  /// W [out, in] and b [out], initialised uniformly in ±1/√in like PyTorch. Example: `sg::nn::Linear fc(16, 8);`
   Linear(int64_t in, int64_t out, bool bias = true, TensorOptions options = {});
+  /// x [batch, in] → [batch, out]. Example: `auto y = fc.forward(x);`
   Tensor forward(const Tensor& x) const;
+  /// @{
+  /// The parameters W [out, in] and b [out] (b undefined without bias).
   Tensor weight, bias;
+  /// @}
 };
 
 /// y = x·Uᵀ + b with U UpperTriangular (n×n), initialised to the identity: the product runs
 /// the structured kernel and U.grad() stays upper. Example: `sg::nn::UpperLinear flow_layer(8);`
 class UpperLinear : public Module {
  public:
+  /// U = I (n×n) and b = 0. Example: `sg::nn::UpperLinear layer(8);`
   explicit UpperLinear(int64_t n, bool bias = true, TensorOptions options = {});
+  /// x [batch, n] → x·Uᵀ + b. Example: `auto y = layer.forward(x);`
   Tensor forward(const Tensor& x) const;
-  UpperTriangular weight;
-  Tensor bias;
+  UpperTriangular weight;  ///< U, an UpperTriangular parameter
+  Tensor bias;             ///< b [n] (undefined without bias)
 };
 
 /// q_b = x_bᵀ S x_b for each row x_b of x [batch, n], S Symmetric (n×n), initialised to 0.
 /// Example: `sg::nn::SymmetricBilinear q(8); auto y = q.forward(x);  // [batch]`
 class SymmetricBilinear : public Module {
  public:
+  /// S = 0 (n×n). Example: `sg::nn::SymmetricBilinear q(8);`
   explicit SymmetricBilinear(int64_t n, TensorOptions options = {});
+  /// x [batch, n] → [batch] with q_b = x_bᵀ S x_b. Example: `auto y = q.forward(x);`
   Tensor forward(const Tensor& x) const;
-  Symmetric weight;
+  Symmetric weight;  ///< S, a Symmetric parameter
 };
 
 namespace detail {

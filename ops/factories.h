@@ -27,7 +27,9 @@ Tensor arange(double start, double end, double step, TensorOptions options = {})
 Tensor rand(const Shape& shape, TensorOptions options = {});
 /// Standard normal. Example: `auto x = sg::randn({1024, 16}, sg::kCUDA);`
 Tensor randn(const Shape& shape, TensorOptions options = {});
+/// Zeros of t's shape, dtype and device (Dense). Example: `auto z = sg::zeros_like(x);`
 Tensor zeros_like(const Tensor& t);
+/// Ones of t's shape, dtype and device (Dense). Example: `y.backward(sg::ones_like(y));`
 Tensor ones_like(const Tensor& t);
 
 /// A 1-D tensor from values. Example: `auto v = sg::tensor({1.0, 2.0, 3.0});`
@@ -36,6 +38,7 @@ Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options = {});
 /// A tensor of `shape` from row-major values. Example: `sg::from_vector(v, {2, 3})`.
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
+/// The same from floats. Example: `sg::from_vector(std::vector<float>{1, 2}, {2})`.
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions options = {});
 
 /// Seeds the global generator and restarts its counter. Example: `sg::manual_seed(42);`

@@ -9,7 +9,9 @@ namespace sg {
 Tensor sum(const Tensor& x);
 /// Sum along `dim` (negative counts from the end). Example: `sg::sum(z, 1)` → [batch].
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Mean of all elements, a 0-d tensor. Example: `auto l = sg::mean(sg::square(y - t));`
 Tensor mean(const Tensor& x);
+/// Mean along `dim`. Example: `sg::mean(x, 0)` → column means [n].
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
 
 namespace detail {

@@ -34,9 +34,13 @@ class UpperTriangular : public Tensor {
   explicit UpperTriangular(const Tensor& t);
   /// triu of a standard-normal matrix.
   static UpperTriangular randn(int64_t n, TensorOptions options = {});
+  /// The n×n zero matrix, tagged Upper. Example: `auto w = sg::UpperTriangular::zeros(16).requires_grad_();`
   static UpperTriangular zeros(int64_t n, TensorOptions options = {});
+  /// The n×n identity, tagged Upper. Example: `auto u = sg::UpperTriangular::eye(8);`
   static UpperTriangular eye(int64_t n, TensorOptions options = {});
+  /// The side n. Example: `u.n() == u.size(0)`.
   int64_t n() const { return size(0); }
+  /// Tensor::requires_grad_ keeping the static type. Example: `auto u = sg::UpperTriangular::eye(4).requires_grad_();`
   UpperTriangular& requires_grad_(bool requires = true) {
     Tensor::requires_grad_(requires);
     return *this;
@@ -51,9 +55,13 @@ class Symmetric : public Tensor {
   explicit Symmetric(const Tensor& t);
   /// sym of a standard-normal matrix times √2, so off-diagonal entries are standard normal.
   static Symmetric randn(int64_t n, TensorOptions options = {});
+  /// The n×n zero matrix, tagged Symmetric. Example: `auto s = sg::Symmetric::zeros(8).requires_grad_();`
   static Symmetric zeros(int64_t n, TensorOptions options = {});
+  /// The n×n identity, tagged Symmetric. Example: `auto s = sg::Symmetric::eye(8);`
   static Symmetric eye(int64_t n, TensorOptions options = {});
+  /// The side n. Example: `s.n() == s.size(0)`.
   int64_t n() const { return size(0); }
+  /// Tensor::requires_grad_ keeping the static type. Example: `auto s = sg::Symmetric::eye(4).requires_grad_();`
   Symmetric& requires_grad_(bool requires = true) {
     Tensor::requires_grad_(requires);
     return *this;
@@ -61,6 +69,9 @@ class Symmetric : public Tensor {
 };
 
 // Static structure where the rules of DESIGN §1 know it.
+/// @{
+/// Elementwise ops whose result type the structure rules know statically: Upper ± Upper,
+/// −Upper, Upper ⊙ anything and Upper·scalar are Upper. Example: `sg::UpperTriangular v = 2.0 * u - u;`
 UpperTriangular operator+(const UpperTriangular& a, const UpperTriangular& b);
 UpperTriangular operator-(const UpperTriangular& a, const UpperTriangular& b);
 UpperTriangular operator-(const UpperTriangular& a);
@@ -69,11 +80,15 @@ UpperTriangular operator*(const UpperTriangular& a, const Tensor& b);
 UpperTriangular operator*(const Tensor& a, const UpperTriangular& b);
 UpperTriangular operator*(const UpperTriangular& a, double s);
 UpperTriangular operator*(double s, const UpperTriangular& a);
+/// @}
+/// @{
+/// Sym ± Sym, −Sym, Sym ⊙ Sym and Sym·scalar are Symmetric. Example: `sg::Symmetric t = s + s * s;`
 Symmetric operator+(const Symmetric& a, const Symmetric& b);
 Symmetric operator-(const Symmetric& a, const Symmetric& b);
 Symmetric operator-(const Symmetric& a);
 Symmetric operator*(const Symmetric& a, const Symmetric& b);
 Symmetric operator*(const Symmetric& a, double s);
 Symmetric operator*(double s, const Symmetric& a);
+/// @}
 
 }  // namespace sg

@@ -53,10 +53,10 @@ if has sanitize; then
 fi
 
 if has bench; then
-  [ -x $build/bench/bench_gemm_cuda ] && timeout 150 $build/bench/bench_gemm_cuda --csv "$OUT/bench_gemm_cuda.csv" \
+  [ -x $build/bench/bench_gemm_cuda ] && timeout 150 $build/bench/bench_gemm_cuda --n ${SG_BENCH_N:-1024,2048,4096} --csv "$OUT/bench_gemm_cuda.csv" \
     > "$OUT/bench_gemm_cuda.txt" 2>&1
   note "bench_gemm_cuda rc=$?"
-  [ -f $src/bench/torch_structured.py ] && PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py \
+  [ -f $src/bench/torch_structured.py ] && PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/torch_structured.csv" > "$OUT/torch_structured.txt" 2>&1
   note "torch_structured rc=$?"
   for ex in kernelbench_triu kernelbench_symmetric; do

@@ -298,6 +298,8 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
       const int64_t tiles = (n + plan.tile - 1) / plan.tile;
       // Per tile: its chunks, in k order, must tile [k_begin, k_end) of structured_k_range.
       std::vector<std::vector<const sg::detail::cuda::GemmWorkItem*>> by_tile(static_cast<size_t>(tiles * tiles));
+      std::vector<int> counters_seen;
+      std::vector<int64_t> partial_slots_seen;
       for (const auto& item : plan.items) by_tile[item.tile_row * tiles + item.tile_col].push_back(&item);
       for (int64_t ti = 0; ti < tiles; ++ti) {
         for (int64_t tj = 0; tj < tiles; ++tj) {
@@ -321,8 +323,28 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
             k = chunks[c]->k_end;
           }
           if (range.end > range.begin) EXPECT_EQ(k, range.end) << "tile (" << ti << ", " << tj << ")";
+          // A split tile's chunks share one arrival counter and one run of partial slots.
+          for (const auto* chunk : chunks) {
+            EXPECT_EQ(chunk->counter_index, chunks[0]->counter_index);
+            EXPECT_EQ(chunk->partial_index, chunks[0]->partial_index);
+            if (chunks.size() > 1) {
+              EXPECT_GE(chunk->counter_index, 0);
+              counters_seen.push_back(chunk->counter_index);
+              for (int c = 0; c < chunk->chunk_count; ++c) partial_slots_seen.push_back(chunk->partial_index + c);
+            } else {
+              EXPECT_EQ(chunk->counter_index, -1);
+            }
+          }
         }
       }
+      // Distinct tiles never share a counter or a partial slot; the plan's totals match.
+      std::sort(counters_seen.begin(), counters_seen.end());
+      counters_seen.erase(std::unique(counters_seen.begin(), counters_seen.end()), counters_seen.end());
+      EXPECT_EQ(static_cast<int>(counters_seen.size()), plan.split_tiles);
+      std::sort(partial_slots_seen.begin(), partial_slots_seen.end());
+      partial_slots_seen.erase(std::unique(partial_slots_seen.begin(), partial_slots_seen.end()),
+                               partial_slots_seen.end());
+      EXPECT_EQ(static_cast<int64_t>(partial_slots_seen.size()), plan.partial_tiles);
     }
   }
 }
