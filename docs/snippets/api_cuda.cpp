@@ -1,0 +1,26 @@
+// docs/api.md, "CUDA": the same code on a GPU when one exists, the CPU otherwise. Built and run
+// by CTest (on a machine without a GPU it takes the CPU path); the guide shows it verbatim.
+#include <structgrad/structgrad.h>
+
+#include <iostream>
+
+int main() {
+  const sg::Device device = sg::cuda::is_available() ? sg::kCUDA : sg::kCPU;
+  std::cout << "built with CUDA: " << sg::cuda::built_with_cuda() << ", GPUs: " << sg::cuda::device_count()
+            << ", running on " << device << "\n";
+
+  auto U = sg::UpperTriangular::randn(512, device);          // every factory takes a device
+  auto x = sg::randn({512, 64}, device);
+  auto y = sg::matmul(U, x);                                  // queued on the library's stream
+  auto back_on_host = y.to(sg::kCPU);                         // copies to the host synchronise
+
+  if (device.is_cuda()) {
+    sg::cuda::synchronize();                                  // wait for all queued work
+    sg::AllocatorStats stats = sg::cuda::allocator_stats();
+    std::cout << sg::cuda::device_name() << ": " << stats.num_device_mallocs << " cudaMalloc calls, "
+              << stats.bytes_in_use << " bytes in use\n";
+    sg::cuda::empty_cache();                                  // return cached blocks to the driver
+  }
+  const sg::AllocatorStats host = sg::host_memory_stats();    // host tensors' memory
+  SG_CHECK(back_on_host.device() == sg::kCPU && host.bytes_in_use > 0, "cuda");
+}
