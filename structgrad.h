@@ -23,3 +23,5 @@
 #include "autograd/optim.h"
 #include "nn/progress.h"
 #include "nn/module.h"
+#include "io/npy.h"
+#include "io/checkpoint.h"

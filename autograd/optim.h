@@ -4,6 +4,8 @@
 // its gradient is a projection onto the structure and every update is elementwise.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/tensor.h"
@@ -23,6 +25,13 @@ class Optimizer {
   virtual void step() = 0;
   /// The parameters this optimizer updates. Example: `for (auto& p : opt.params()) ...`
   const std::vector<Tensor>& params() const { return params_; }
+  /// Hyper-parameters, step count and buffers as named tensors (buffers shared, not copied), for
+  /// checkpoints that resume bit-identically. Example: `sg::save_npz("opt.npz", opt.state_dict());`
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  /// Restores a state_dict() of the same optimizer type over the same parameter shapes and dtypes
+  /// (hyper-parameters included, like libtorch); all is checked before anything changes.
+  /// Example: `opt.load_state_dict(sg::load_npz("opt.npz"));`
+  virtual void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  protected:
   std::vector<Tensor> params_;  ///< the parameters, in the order given
@@ -43,6 +52,10 @@ class SGD : public Optimizer {
   /// Example: `sg::optim::SGD opt({w}, {.lr = 0.1});`
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
+  /// Options and momentum buffers ("sgd.lr", "sgd.momentum_buffer.0", ...). Example: `auto s = opt.state_dict();`
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override;
+  /// Restores SGD::state_dict(). Example: `opt.load_state_dict(s);`
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
   SGDOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
 
  private:
@@ -66,6 +79,10 @@ class Adam : public Optimizer {
   /// Example: `sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});`
   Adam(std::vector<Tensor> params, AdamOptions options);
   void step() override;
+  /// Options, step count and moments ("adam.step", "adam.exp_avg.0", ...). Example: `auto s = opt.state_dict();`
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override;
+  /// Restores Adam::state_dict(). Example: `opt.load_state_dict(s);`
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
   AdamOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
   /// Number of step() calls so far (the t of the bias correction). Example: `opt.steps_taken()`.
   int64_t steps_taken() const { return step_; }

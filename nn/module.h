@@ -39,6 +39,14 @@ class Module {
   void to(DType dtype);
   /// Drops every parameter's gradient.
   void zero_grad();
+  /// The parameters by dotted name, detached and sharing their storage (clone() for a
+  /// snapshot); what sg::nn::save writes. Example: `sg::save_npz("model.npz", model.state_dict());`
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  /// Copies `state` into the parameters in place (every handle stays valid), converting only
+  /// the device. Names must match exactly; shapes and dtypes must agree; a structured parameter
+  /// keeps its tag and the incoming values must satisfy its invariant. Everything is checked
+  /// before anything is written. Example: `model.load_state_dict(sg::load_npz("model.npz"));`
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  private:
   std::vector<std::pair<std::string, Tensor>> params_;

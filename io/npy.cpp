@@ -1,0 +1,737 @@
+// .npy and .npz reading and writing: the NPY preamble and its header (a Python dict literal),
+// the ZIP container of .npz (local headers, central directory, end records, CRC-32), and the
+// checks that turn a corrupt, truncated or foreign file into an sg::Error naming file and fault.
+#include "io/npy.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "autograd/grad_mode.h"
+
+namespace sg {
+namespace {
+
+// ---- little-endian bytes -----------------------------------------------------------------
+
+bool host_is_little_endian() {
+  const uint16_t one = 1;
+  unsigned char first = 0;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+void check_host_endianness(const char* op) {
+  SG_CHECK(host_is_little_endian(), op, ": this host is big-endian; structgrad reads and writes only little-endian files");
+}
+
+uint16_t get16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t get32(const unsigned char* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+}
+uint64_t get64(const unsigned char* p) { return static_cast<uint64_t>(get32(p)) | (static_cast<uint64_t>(get32(p + 4)) << 32); }
+
+void put16(std::string& out, uint16_t v) {
+  out.push_back(static_cast<char>(v & 0xFF));
+  out.push_back(static_cast<char>(v >> 8));
+}
+void put32(std::string& out, uint32_t v) {
+  put16(out, static_cast<uint16_t>(v & 0xFFFF));
+  put16(out, static_cast<uint16_t>(v >> 16));
+}
+
+// ---- byte sources: a file, or an archive entry already in memory -------------------------
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  /// Reads n bytes at offset; the caller has checked that offset + n <= size().
+  virtual void read(uint64_t offset, void* dst, size_t n) = 0;
+};
+
+class FileSource : public ByteSource {
+ public:
+  FileSource(const std::string& path, const char* op) : path_(path), op_(op) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    SG_CHECK(std::filesystem::exists(status), op, ": no such file: ", path);
+    SG_CHECK(!std::filesystem::is_directory(status), op, ": ", path, " is a directory, not a file");
+    in_.open(path, std::ios::binary);
+    SG_CHECK(in_.is_open(), op, ": cannot open ", path, " for reading (", std::strerror(errno), ")");
+    in_.seekg(0, std::ios::end);
+    const std::streamoff end = in_.tellg();
+    SG_CHECK(end >= 0, op, ": cannot determine the size of ", path);
+    size_ = static_cast<uint64_t>(end);
+  }
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, void* dst, size_t n) override {
+    in_.clear();
+    in_.seekg(static_cast<std::streamoff>(offset));
+    in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    SG_CHECK(in_.good() && static_cast<size_t>(in_.gcount()) == n, op_, ": reading ", n, " bytes at offset ", offset,
+             " of ", path_, " failed");
+  }
+
+ private:
+  std::string path_;
+  const char* op_;
+  std::ifstream in_;
+  uint64_t size_ = 0;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  MemorySource(const unsigned char* data, size_t size) : data_(data), size_(size) {}
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, void* dst, size_t n) override {
+    if (n) std::memcpy(dst, data_ + offset, n);
+  }
+
+ private:
+  const unsigned char* data_;
+  size_t size_;
+};
+
+// ---- writing through a temporary file that is renamed into place --------------------------
+
+class OutFile {
+ public:
+  OutFile(const std::string& path, const char* op) : path_(path), op_(op) {
+    tmp_path_ = path + ".tmp" + std::to_string(std::random_device{}());
+    out_.open(tmp_path_, std::ios::binary | std::ios::trunc);
+    SG_CHECK(out_.is_open(), op, ": cannot open ", path, " for writing (", std::strerror(errno), ")");
+  }
+  ~OutFile() {
+    if (committed_) return;
+    out_.close();
+    std::error_code ec;
+    std::filesystem::remove(tmp_path_, ec);
+  }
+  OutFile(const OutFile&) = delete;
+  OutFile& operator=(const OutFile&) = delete;
+
+  void write(const void* data, size_t n) {
+    out_.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+    SG_CHECK(out_.good(), op_, ": writing ", path_, " failed after ", offset_, " bytes (disk full?)");
+    offset_ += n;
+  }
+  void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
+  uint64_t offset() const { return offset_; }
+
+  void commit() {
+    out_.flush();
+    SG_CHECK(out_.good(), op_, ": writing ", path_, " failed (disk full?)");
+    out_.close();
+    std::error_code ec;
+    std::filesystem::rename(tmp_path_, path_, ec);
+    SG_CHECK(!ec, op_, ": cannot move the written file into place at ", path_, " (", ec.message(), ")");
+    committed_ = true;
+  }
+
+ private:
+  std::string path_, tmp_path_;
+  const char* op_;
+  std::ofstream out_;
+  uint64_t offset_ = 0;
+  bool committed_ = false;
+};
+
+// ---- the NPY format ------------------------------------------------------------------------
+// Preamble: "\x93NUMPY", major, minor, header length (2 bytes LE for 1.0, 4 for 2.0/3.0), then
+// the header: "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }" padded with spaces
+// and a final '\n' so that the data starts at a multiple of 64 bytes. Data follows, C order.
+
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr size_t kNpyMagicLength = 6;
+constexpr size_t kNpyAlignment = 64;
+
+struct NpyArrayInfo {
+  DType dtype = DType::Float32;
+  Shape shape;
+  uint64_t data_offset = 0;
+  uint64_t data_bytes = 0;
+};
+
+std::string shape_tuple(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+/// The full preamble (magic, version, length, padded header) for a C-ordered host tensor.
+std::string npy_preamble(const Tensor& host) {
+  const std::string dict = std::string("{'descr': '") + (host.dtype() == DType::Float32 ? "<f4" : "<f8") +
+                           "', 'fortran_order': False, 'shape': " + shape_tuple(host.shape()) + ", }";
+  auto padded_header = [&](size_t prefix_length) {
+    const size_t unpadded = prefix_length + dict.size() + 1;  // + '\n'
+    const size_t pad = (kNpyAlignment - unpadded % kNpyAlignment) % kNpyAlignment;
+    return dict + std::string(pad, ' ') + "\n";
+  };
+  std::string out(kNpyMagic, kNpyMagicLength);
+  std::string header = padded_header(10);
+  if (header.size() <= 0xFFFF) {
+    out += '\x01';
+    out += '\x00';
+    put16(out, static_cast<uint16_t>(header.size()));
+  } else {  // only for shapes of thousands of dimensions
+    header = padded_header(12);
+    out += '\x02';
+    out += '\x00';
+    put32(out, static_cast<uint32_t>(header.size()));
+  }
+  return out + header;
+}
+
+/// A value of the header dict: a string, a bool, a tuple of non-negative ints, or a list
+/// (a structured dtype, which is reported, not parsed).
+struct HeaderValue {
+  enum Kind { String, Bool, Tuple, List } kind = String;
+  std::string text;
+  bool flag = false;
+  std::vector<uint64_t> ints;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& header, const std::string& what) : s_(header), what_(what) {}
+
+  /// Parses the dict into (descr, fortran_order, shape); every key must appear once.
+  void parse(HeaderValue& descr, HeaderValue& fortran_order, HeaderValue& shape) {
+    bool seen[3] = {false, false, false};
+    skip_space();
+    expect('{');
+    while (true) {
+      skip_space();
+      if (peek() == '}') {
+        ++pos_;
+        break;
+      }
+      const HeaderValue key = parse_value();
+      if (key.kind != HeaderValue::String) fail("a key is not a string");
+      skip_space();
+      expect(':');
+      skip_space();
+      const HeaderValue value = parse_value();
+      int index = key.text == "descr" ? 0 : key.text == "fortran_order" ? 1 : key.text == "shape" ? 2 : -1;
+      if (index < 0) fail("unknown key '" + key.text + "'");
+      if (seen[index]) fail("key '" + key.text + "' appears twice");
+      seen[index] = true;
+      (index == 0 ? descr : index == 1 ? fortran_order : shape) = value;
+      skip_space();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() != '}') {
+        fail("expected ',' or '}' at offset " + std::to_string(pos_));
+      }
+    }
+    skip_space();
+    if (pos_ != s_.size()) fail("unexpected text after the dictionary at offset " + std::to_string(pos_));
+    const char* names[3] = {"descr", "fortran_order", "shape"};
+    for (int i = 0; i < 3; ++i)
+      if (!seen[i]) fail(std::string("missing key '") + names[i] + "'");
+    if (fortran_order.kind != HeaderValue::Bool) fail("'fortran_order' is not True or False");
+    if (shape.kind != HeaderValue::Tuple) fail("'shape' is not a tuple");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& problem) const {
+    std::string shown = s_.substr(0, 200);
+    while (!shown.empty() && (shown.back() == ' ' || shown.back() == '\n')) shown.pop_back();
+    SG_FAIL(what_, " has a malformed .npy header (", problem, "): \"", shown, s_.size() > 200 ? "..." : "", "\"");
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  void skip_space() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r' ||
+                                s_[pos_] == '\0'))
+      ++pos_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "' at offset " + std::to_string(pos_));
+    ++pos_;
+  }
+  bool take_word(const char* word) {
+    const size_t n = std::strlen(word);
+    if (s_.compare(pos_, n, word) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  uint64_t parse_uint() {
+    if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected a non-negative integer at offset " + std::to_string(pos_));
+    uint64_t v = 0;
+    while (std::isdigit(static_cast<unsigned char>(peek()))) {
+      const uint64_t digit = static_cast<uint64_t>(s_[pos_++] - '0');
+      if (v > (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - digit) / 10)
+        fail("a dimension does not fit in 64 bits");
+      v = v * 10 + digit;
+    }
+    if (peek() == 'L') ++pos_;  // written by Python 2
+    return v;
+  }
+  HeaderValue parse_value() {
+    HeaderValue v;
+    const char c = peek();
+    if (c == '\'' || c == '"') {
+      ++pos_;
+      while (pos_ < s_.size() && s_[pos_] != c) {
+        if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) ++pos_;
+        v.text += s_[pos_++];
+      }
+      expect(c);
+      v.kind = HeaderValue::String;
+    } else if (take_word("True")) {
+      v.kind = HeaderValue::Bool;
+      v.flag = true;
+    } else if (take_word("False")) {
+      v.kind = HeaderValue::Bool;
+      v.flag = false;
+    } else if (c == '(') {
+      ++pos_;
+      v.kind = HeaderValue::Tuple;
+      skip_space();
+      while (peek() != ')') {
+        v.ints.push_back(parse_uint());
+        skip_space();
+        if (peek() == ',') {
+          ++pos_;
+          skip_space();
+        } else if (peek() != ')') {
+          fail("expected ',' or ')' in the shape at offset " + std::to_string(pos_));
+        }
+      }
+      ++pos_;
+    } else if (c == '[') {  // a structured dtype: skip to the matching bracket
+      const size_t begin = pos_;
+      int depth = 0;
+      char quote = 0;
+      for (; pos_ < s_.size(); ++pos_) {
+        const char ch = s_[pos_];
+        if (quote) {
+          if (ch == quote) quote = 0;
+        } else if (ch == '\'' || ch == '"') {
+          quote = ch;
+        } else if (ch == '[') {
+          ++depth;
+        } else if (ch == ']' && --depth == 0) {
+          break;
+        }
+      }
+      expect(']');
+      v.kind = HeaderValue::List;
+      v.text = s_.substr(begin, pos_ - begin);
+    } else {
+      fail("unexpected value at offset " + std::to_string(pos_));
+    }
+    return v;
+  }
+
+  const std::string& s_;
+  const std::string& what_;
+  size_t pos_ = 0;
+};
+
+/// Reads and checks the preamble and header; the data is checked to fill the rest exactly.
+NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
+  const uint64_t file_size = src.size();
+  unsigned char pre[12] = {};
+  src.read(0, pre, static_cast<size_t>(std::min<uint64_t>(file_size, 12)));
+  const size_t magic_seen = static_cast<size_t>(std::min<uint64_t>(file_size, kNpyMagicLength));
+  SG_CHECK(file_size > 0, what, " is empty (0 bytes), not a .npy file");
+  SG_CHECK(std::memcmp(pre, kNpyMagic, magic_seen) == 0, what,
+           " is not a .npy file: it does not start with the magic string \\x93NUMPY");
+  SG_CHECK(file_size >= 10, what, " is truncated: ", file_size, " bytes, shorter than the 10-byte .npy preamble");
+  const int major = pre[6], minor = pre[7];
+  SG_CHECK((major == 1 || major == 2 || major == 3) && minor == 0, what, " has .npy format version ", major, ".",
+           minor, "; structgrad reads versions 1.0, 2.0 and 3.0");
+  const uint64_t prefix = major == 1 ? 10 : 12;
+  SG_CHECK(file_size >= prefix, what, " is truncated: ", file_size, " bytes, shorter than the ", prefix,
+           "-byte .npy preamble of version ", major, ".0");
+  const uint64_t header_length = major == 1 ? get16(pre + 8) : get32(pre + 8);
+  SG_CHECK(header_length <= file_size - prefix, what, " has a header length of ", header_length,
+           " bytes, which exceeds the file (", file_size, " bytes): it is truncated or corrupt");
+  std::string header(static_cast<size_t>(header_length), '\0');
+  if (header_length) src.read(prefix, header.data(), header.size());
+
+  HeaderValue descr, fortran_order, shape;
+  HeaderParser(header, what).parse(descr, fortran_order, shape);
+  NpyArrayInfo info;
+  if (descr.kind == HeaderValue::List) {
+    SG_FAIL(what, " holds a structured dtype ", descr.text,
+            "; structgrad reads plain float32 ('<f4') and float64 ('<f8') arrays");
+  } else if (descr.text == "<f4") {
+    info.dtype = DType::Float32;
+  } else if (descr.text == "<f8") {
+    info.dtype = DType::Float64;
+  } else if (descr.text == ">f4" || descr.text == ">f8") {
+    SG_FAIL(what, " holds big-endian data ('", descr.text,
+            "'); structgrad reads little-endian float32 ('<f4') and float64 ('<f8'): convert with arr.astype('<",
+            descr.text.substr(1), "')");
+  } else {
+    SG_FAIL(what, " has dtype '", descr.text,
+            "'; structgrad reads float32 ('<f4') and float64 ('<f8'): convert with arr.astype(np.float32) or "
+            "arr.astype(np.float64)");
+  }
+  SG_CHECK(!fortran_order.flag, what,
+           " is stored in Fortran (column-major) order; structgrad reads C order: save np.ascontiguousarray(arr)");
+
+  const uint64_t item = element_size(info.dtype);
+  uint64_t numel = 1;
+  bool overflow = false;
+  for (uint64_t d : shape.ints) {
+    info.shape.push_back(static_cast<int64_t>(d));
+    if (d != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / d) overflow = true;
+    numel = overflow ? numel : numel * d;
+  }
+  if (std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
+    numel = 0;
+    overflow = false;
+  }
+  SG_CHECK(!overflow && numel <= std::numeric_limits<uint64_t>::max() / item, what, " has shape ", info.shape,
+           " whose size overflows 64 bits: the header is corrupt");
+  info.data_offset = prefix + header_length;
+  info.data_bytes = numel * item;
+  const uint64_t available = file_size - info.data_offset;
+  SG_CHECK(info.data_bytes <= available, what, " is truncated: header says ", info.shape, " ", dtype_name(info.dtype),
+           " (", info.data_bytes, " bytes), file has ", available, " after the ", info.data_offset, "-byte header");
+  SG_CHECK(info.data_bytes == available, what, " has ", available - info.data_bytes,
+           " unexpected bytes after the data: header says ", info.shape, " ", dtype_name(info.dtype), " (",
+           info.data_bytes, " bytes), file has ", available, " after the ", info.data_offset, "-byte header");
+  return info;
+}
+
+Tensor read_npy(ByteSource& src, const std::string& what, const LoadOptions& options) {
+  const NpyArrayInfo info = read_npy_info(src, what);
+  Tensor t = detail::make_tensor(info.shape, info.dtype, kCPU);
+  if (info.data_bytes) src.read(info.data_offset, t.data_ptr(), static_cast<size_t>(info.data_bytes));
+  NoGradGuard guard;
+  if (options.dtype_ && *options.dtype_ != t.dtype()) t = t.to(*options.dtype_);
+  if (options.device_ != t.device()) t = t.to(options.device_);
+  return t;
+}
+
+/// A host copy of `t` outside any graph (the tensor itself when already on the CPU).
+Tensor host_tensor(const Tensor& t, const char* op, const std::string& name) {
+  SG_CHECK(t.defined(), op, ": tensor ", name, " is undefined");
+  NoGradGuard guard;
+  return t.detach().to(kCPU);
+}
+
+// ---- CRC-32 (ZIP's: reflected polynomial 0xEDB88320) --------------------------------------
+
+uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint32_t c = crc ^ 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+// ---- the ZIP container -------------------------------------------------------------------
+// Per entry: local header (30 bytes + name), then the stored bytes. Then the central directory
+// (46 bytes + name + extra + comment per entry) and the end record (22 bytes + comment), with
+// ZIP64 records and extra fields standing in where a count, size or offset does not fit.
+
+constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
+constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
+constexpr uint32_t kEndSignature = 0x06054b50;
+constexpr uint32_t kZip64EndSignature = 0x06064b50;
+constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
+constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: reproducible files
+constexpr uint16_t kUtf8NameFlag = 0x0800;
+constexpr size_t kLocalHeaderSize = 30, kCentralHeaderSize = 46, kEndSize = 22;
+
+struct ZipEntry {
+  std::string name;
+  uint16_t flags = 0, method = 0;
+  uint32_t crc = 0;
+  uint64_t compressed_size = 0, size = 0, local_offset = 0;
+};
+
+std::string hex32(uint32_t v) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
+
+bool is_ascii(const std::string& s) {
+  for (unsigned char c : s)
+    if (c >= 0x80) return false;
+  return true;
+}
+
+bool starts_with_npy_magic(ByteSource& src) {
+  if (src.size() < kNpyMagicLength) return false;
+  char head[kNpyMagicLength];
+  src.read(0, head, kNpyMagicLength);
+  return std::memcmp(head, kNpyMagic, kNpyMagicLength) == 0;
+}
+
+/// The central directory's entries, after locating it through the (ZIP64) end record.
+/// `data_end` is set to where the entries' data must end (the central directory's start).
+std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string& file, uint64_t& data_end) {
+  const uint64_t size = src.size();
+  const char* npy_hint = "; it is a .npy file: use sg::load_npy";
+  SG_CHECK(size >= kEndSize, file, " is not a .npz (ZIP) archive: ", size, " bytes, too short for its end record",
+           starts_with_npy_magic(src) ? npy_hint : "");
+  // The end record is the last 22 bytes plus a comment of up to 65535 bytes.
+  const uint64_t tail_size = std::min<uint64_t>(size, kEndSize + 0xFFFF);
+  std::vector<unsigned char> tail(static_cast<size_t>(tail_size));
+  src.read(size - tail_size, tail.data(), tail.size());
+  int64_t end_at = -1;
+  for (int64_t i = static_cast<int64_t>(tail_size - kEndSize); i >= 0; --i) {
+    const unsigned char* p = tail.data() + i;
+    if (get32(p) == kEndSignature && static_cast<uint64_t>(i) + kEndSize + get16(p + 20) == tail_size) {
+      end_at = i;
+      break;
+    }
+  }
+  SG_CHECK(end_at >= 0, file,
+           " has no ZIP end-of-central-directory record: it is truncated or not a .npz archive",
+           starts_with_npy_magic(src) ? npy_hint : "");
+  const unsigned char* end = tail.data() + end_at;
+  const uint64_t end_offset = size - tail_size + static_cast<uint64_t>(end_at);
+  uint64_t count = get16(end + 10), cd_size = get32(end + 12), cd_offset = get32(end + 16);
+  SG_CHECK(get16(end + 4) == 0 && get16(end + 6) == 0 && get16(end + 8) == count, file,
+           " is a multi-part ZIP archive, which is not supported");
+  uint64_t records_start = end_offset;
+  if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
+    // ZIP64: a locator (20 bytes) right before the end record points at the ZIP64 end record (56+).
+    SG_CHECK(end_offset >= 20, file, " lacks the ZIP64 locator its end record calls for: the archive is corrupt");
+    unsigned char locator[20];
+    src.read(end_offset - 20, locator, 20);
+    SG_CHECK(get32(locator) == kZip64LocatorSignature, file,
+             " lacks the ZIP64 locator its end record calls for: the archive is corrupt");
+    const uint64_t record_offset = get64(locator + 8);
+    SG_CHECK(record_offset <= end_offset - 20 && end_offset - 20 - record_offset >= 56, file,
+             " has a ZIP64 end record offset (", record_offset, ") outside the archive: it is corrupt");
+    unsigned char record[56];
+    src.read(record_offset, record, 56);
+    SG_CHECK(get32(record) == kZip64EndSignature, file, " has no ZIP64 end record where its locator points: it is corrupt");
+    SG_CHECK(get32(record + 16) == 0 && get32(record + 20) == 0 && get64(record + 24) == get64(record + 32), file,
+             " is a multi-part ZIP archive, which is not supported");
+    count = get64(record + 32);
+    cd_size = get64(record + 40);
+    cd_offset = get64(record + 48);
+    records_start = record_offset;
+  }
+  SG_CHECK(cd_offset <= records_start && cd_size <= records_start - cd_offset, file, "'s central directory (",
+           cd_size, " bytes at offset ", cd_offset, ") runs past its end record at ", records_start,
+           ": the archive is truncated or corrupt");
+  SG_CHECK(count <= cd_size / kCentralHeaderSize, file, " claims ", count, " entries in a central directory of ",
+           cd_size, " bytes: the archive is corrupt");
+  std::vector<unsigned char> cd(static_cast<size_t>(cd_size));
+  if (cd_size) src.read(cd_offset, cd.data(), cd.size());
+
+  std::vector<ZipEntry> entries;
+  size_t pos = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    SG_CHECK(cd.size() - pos >= kCentralHeaderSize && get32(cd.data() + pos) == kCentralHeaderSignature, file,
+             "'s central directory entry ", i, " is missing or corrupt");
+    const unsigned char* h = cd.data() + pos;
+    ZipEntry e;
+    e.flags = get16(h + 8);
+    e.method = get16(h + 10);
+    e.crc = get32(h + 16);
+    e.compressed_size = get32(h + 20);
+    e.size = get32(h + 24);
+    const size_t name_length = get16(h + 28), extra_length = get16(h + 30), comment_length = get16(h + 32);
+    e.local_offset = get32(h + 42);
+    SG_CHECK(cd.size() - pos - kCentralHeaderSize >= name_length + extra_length + comment_length, file,
+             "'s central directory entry ", i, " is cut short: the archive is corrupt");
+    e.name.assign(reinterpret_cast<const char*>(h + kCentralHeaderSize), name_length);
+    // ZIP64 extra field: 8-byte values for those of size, compressed size, offset set to 0xFFFFFFFF.
+    const unsigned char* extra = h + kCentralHeaderSize + name_length;
+    for (size_t x = 0; x + 4 <= extra_length;) {
+      const uint16_t id = get16(extra + x), length = get16(extra + x + 2);
+      SG_CHECK(x + 4 + length <= extra_length, file, ": entry '", e.name, "' has a corrupt extra field");
+      if (id == kZip64ExtraId) {
+        size_t at = x + 4;
+        for (uint64_t* field : {&e.size, &e.compressed_size, &e.local_offset}) {
+          if (*field != 0xFFFFFFFF) continue;
+          SG_CHECK(at + 8 <= x + 4 + length, file, ": entry '", e.name, "' has a ZIP64 extra field that is too short");
+          *field = get64(extra + at);
+          at += 8;
+        }
+      }
+      x += 4 + length;
+    }
+    entries.push_back(e);
+    pos += kCentralHeaderSize + name_length + extra_length + comment_length;
+  }
+  data_end = cd_offset;
+  return entries;
+}
+
+}  // namespace
+
+void save_npy(const std::string& path, const Tensor& t) {
+  check_host_endianness("save_npy");
+  const Tensor host = host_tensor(t, "save_npy", "for " + path);
+  OutFile out(path, "save_npy");
+  out.write(npy_preamble(host));
+  if (host.nbytes()) out.write(host.data_ptr(), host.nbytes());
+  out.commit();
+}
+
+Tensor load_npy(const std::string& path, LoadOptions options) {
+  check_host_endianness("load_npy");
+  FileSource src(path, "load_npy");
+  return read_npy(src, "load_npy: " + path, options);
+}
+
+void save_npz(const std::string& path, const NamedTensors& tensors) {
+  check_host_endianness("save_npz");
+  SG_CHECK(tensors.size() <= 0xFFFF, "save_npz: ", tensors.size(), " tensors for ", path,
+           " exceed the 65535 entries of a ZIP archive without ZIP64");
+  std::set<std::string> names;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string& name = tensors[i].first;
+    SG_CHECK(!name.empty(), "save_npz: the name of tensor ", i, " for ", path, " is empty");
+    SG_CHECK(name.find('\0') == std::string::npos, "save_npz: the name of tensor ", i, " for ", path,
+             " contains a NUL character");
+    SG_CHECK(name.size() + 4 <= 0xFFFF, "save_npz: the name of tensor ", i, " for ", path, " is too long");
+    SG_CHECK(names.insert(name).second, "save_npz: the name '", name, "' appears twice in the tensors for ", path);
+    SG_CHECK(tensors[i].second.defined(), "save_npz: tensor '", name, "' for ", path, " is undefined");
+  }
+  constexpr uint64_t kLimit = 0xFFFFFFFF;  // sizes and offsets at or above it need ZIP64
+  OutFile out(path, "save_npz");
+  std::string central;
+  for (const auto& [name, t] : tensors) {
+    const Tensor host = host_tensor(t, "save_npz", "'" + name + "'");
+    const std::string preamble = npy_preamble(host);
+    const uint64_t entry_size = preamble.size() + host.nbytes();
+    const std::string entry_name = name + ".npy";
+    const uint64_t offset = out.offset();
+    SG_CHECK(entry_size < kLimit && offset + kLocalHeaderSize + entry_name.size() + entry_size < kLimit, "save_npz: ",
+             path, " would exceed the 4 GiB limit of a ZIP archive without ZIP64 at tensor '", name, "' (",
+             entry_size, " bytes); save large tensors with save_npy");
+    uint32_t crc = crc32_update(0, preamble.data(), preamble.size());
+    crc = crc32_update(crc, host.data_ptr(), host.nbytes());
+    const uint16_t flags = is_ascii(entry_name) ? 0 : kUtf8NameFlag;
+
+    std::string local;
+    put32(local, kLocalHeaderSignature);
+    put16(local, 20);  // version needed to extract: 2.0
+    put16(local, flags);
+    put16(local, 0);  // stored
+    put16(local, 0);  // time 00:00
+    put16(local, kDosDate1980);
+    put32(local, crc);
+    put32(local, static_cast<uint32_t>(entry_size));  // compressed size
+    put32(local, static_cast<uint32_t>(entry_size));
+    put16(local, static_cast<uint16_t>(entry_name.size()));
+    put16(local, 0);  // extra field length
+    local += entry_name;
+    out.write(local);
+    out.write(preamble);
+    if (host.nbytes()) out.write(host.data_ptr(), host.nbytes());
+
+    put32(central, kCentralHeaderSignature);
+    put16(central, 20);  // made by: version 2.0
+    put16(central, 20);  // needed: version 2.0
+    put16(central, flags);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, kDosDate1980);
+    put32(central, crc);
+    put32(central, static_cast<uint32_t>(entry_size));
+    put32(central, static_cast<uint32_t>(entry_size));
+    put16(central, static_cast<uint16_t>(entry_name.size()));
+    put16(central, 0);  // extra
+    put16(central, 0);  // comment
+    put16(central, 0);  // disk
+    put16(central, 0);  // internal attributes
+    put32(central, 0);  // external attributes
+    put32(central, static_cast<uint32_t>(offset));
+    central += entry_name;
+  }
+  const uint64_t cd_offset = out.offset();
+  SG_CHECK(cd_offset + central.size() < kLimit, "save_npz: ", path,
+           " would exceed the 4 GiB limit of a ZIP archive without ZIP64; save large tensors with save_npy");
+  std::string end;
+  put32(end, kEndSignature);
+  put16(end, 0);
+  put16(end, 0);
+  put16(end, static_cast<uint16_t>(tensors.size()));
+  put16(end, static_cast<uint16_t>(tensors.size()));
+  put32(end, static_cast<uint32_t>(central.size()));
+  put32(end, static_cast<uint32_t>(cd_offset));
+  put16(end, 0);  // comment length
+  out.write(central);
+  out.write(end);
+  out.commit();
+}
+
+NamedTensors load_npz(const std::string& path, LoadOptions options) {
+  check_host_endianness("load_npz");
+  FileSource src(path, "load_npz");
+  const std::string file = "load_npz: " + path;
+  uint64_t data_end = 0;
+  const std::vector<ZipEntry> entries = read_central_directory(src, file, data_end);
+
+  NamedTensors out;
+  std::set<std::string> names;
+  std::vector<unsigned char> bytes;
+  for (const ZipEntry& e : entries) {
+    const std::string entry = file + " entry '" + e.name + "'";
+    SG_CHECK(!(e.flags & 1), entry, " is encrypted, which is not supported");
+    if (e.method == 8)
+      SG_FAIL(entry, " is deflate-compressed (as np.savez_compressed writes); structgrad reads uncompressed "
+              "archives: save them with np.savez");
+    SG_CHECK(e.method == 0, entry, " uses ZIP compression method ", e.method,
+             "; structgrad reads only stored (uncompressed) entries, as np.savez writes");
+    SG_CHECK(e.compressed_size == e.size, entry, " is stored but its compressed size (", e.compressed_size,
+             ") differs from its size (", e.size, "): the archive is corrupt");
+    const std::string suffix = ".npy";
+    SG_CHECK(e.name.size() > suffix.size() && e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0,
+             entry, " is not a .npy array (names in a .npz end in .npy)");
+    const std::string name = e.name.substr(0, e.name.size() - suffix.size());
+    SG_CHECK(names.insert(name).second, file, " holds the entry '", e.name, "' twice");
+
+    SG_CHECK(e.local_offset <= data_end && data_end - e.local_offset >= kLocalHeaderSize, entry,
+             " has its local header at offset ", e.local_offset, ", outside the archive data (", data_end,
+             " bytes): the archive is corrupt");
+    unsigned char local[kLocalHeaderSize];
+    src.read(e.local_offset, local, kLocalHeaderSize);
+    SG_CHECK(get32(local) == kLocalHeaderSignature, entry, " has no local header at offset ", e.local_offset,
+             ": the archive is corrupt");
+    const uint64_t name_length = get16(local + 26), extra_length = get16(local + 28);
+    const uint64_t data_offset = e.local_offset + kLocalHeaderSize + name_length + extra_length;
+    SG_CHECK(data_offset <= data_end && e.size <= data_end - data_offset, entry, " is truncated: it needs ", e.size,
+             " bytes at offset ", data_offset, " but the archive data ends at ", data_end);
+    std::string local_name(static_cast<size_t>(name_length), '\0');
+    src.read(e.local_offset + kLocalHeaderSize, local_name.data(), local_name.size());
+    SG_CHECK(local_name == e.name, entry, " is named '", local_name,
+             "' in its local header: the archive is corrupt");
+
+    bytes.resize(static_cast<size_t>(e.size));
+    if (e.size) src.read(data_offset, bytes.data(), bytes.size());
+    const uint32_t crc = crc32_update(0, bytes.data(), bytes.size());
+    SG_CHECK(crc == e.crc, entry, " fails its CRC-32 check (stored ", hex32(e.crc), ", computed ", hex32(crc),
+             "): the archive is corrupt");
+    MemorySource entry_source(bytes.data(), bytes.size());
+    out.emplace_back(name, read_npy(entry_source, entry, options));
+  }
+  return out;
+}
+
+}  // namespace sg
