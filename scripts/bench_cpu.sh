@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The CPU benchmark in one command: builds bench_cpu_gemm (Release) and runs every structured
+# matmul forward and forward+backward, gram and one training step of each example against
+# Eigen, side by side in one process. Writes OUT_DIR/cpu.md (Markdown table with the machine,
+# date and commit) and OUT_DIR/cpu.csv (n,workload,implementation,ms,useful_gflops).
+# Usage: scripts/bench_cpu.sh [OUT_DIR] [bench_cpu_gemm flags...]     (OUT_DIR default: bench-out)
+# e.g.   scripts/bench_cpu.sh bench-out --n 256,1024 --budget 1       then scripts/plot.sh bench-out/cpu.csv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-bench-out}
+shift || true
+scripts/install_deps.sh
+build=${SG_BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSG_BUILD_BENCH=ON ${SG_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j"$(nproc)" --target bench_cpu_gemm
+mkdir -p "$out"
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
+{
+  echo "# CPU benchmark: structgrad vs Eigen"
+  echo
+  echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores; load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit: ${commit}${dirty}"
+  echo "- command: scripts/bench_cpu.sh $out $*"
+  echo
+} > "$out/cpu.md"
+start=$(date +%s)
+"$build"/bench/bench_cpu_gemm --csv "$out/cpu.csv" --md "$out/cpu.md.part" "$@"
+cat "$out/cpu.md.part" >> "$out/cpu.md"
+rm -f "$out/cpu.md.part"
+echo >> "$out/cpu.md"
+echo "Total run time: $(( $(date +%s) - start )) s." >> "$out/cpu.md"
+echo "wrote $out/cpu.md and $out/cpu.csv (plots: scripts/plot.sh $out/cpu.csv)"
