@@ -123,15 +123,35 @@ void check_gradient(const std::string& op, const char* what, size_t index, const
            g.device(), ", expected ", m.device);
 }
 
-void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
-  Tensor projected = project_gradient(g, leaf.structure);
-  if (!leaf.grad) {
-    leaf.grad = projected.impl_ptr();
-  } else {
-    Tensor sum = add(Tensor(leaf.grad), projected);
-    leaf.grad = project_gradient(sum, leaf.structure).impl_ptr();
-  }
+/// The gradient of a leaf of structure `s` after adding g to `current` (undefined: none yet).
+Tensor accumulated(Structure s, const Tensor& current, const Tensor& g) {
+  Tensor projected = project_gradient(g, s);
+  if (!current.defined()) return projected;
+  return project_gradient(add(current, projected), s);
 }
+
+void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
+  leaf.grad = accumulated(leaf.structure, leaf.grad ? Tensor(leaf.grad) : Tensor(), g).impl_ptr();
+}
+
+/// Leaf gradients of one backward, summed in arrival order but written into the leaves only
+/// once the whole walk has succeeded: a backward that throws leaves every .grad() as it was.
+class PendingLeafGrads {
+ public:
+  void add(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g) {
+    auto [it, fresh] = index_.emplace(leaf.get(), grads_.size());
+    if (fresh) grads_.emplace_back(leaf, leaf->grad ? Tensor(leaf->grad) : Tensor());
+    Tensor& current = grads_[it->second].second;
+    current = accumulated(leaf->structure, current, g);
+  }
+  void commit() {
+    for (auto& [leaf, g] : grads_) leaf->grad = g.impl_ptr();
+  }
+
+ private:
+  std::unordered_map<TensorImpl*, size_t> index_;
+  std::vector<std::pair<std::shared_ptr<TensorImpl>, Tensor>> grads_;
+};
 
 struct LaterFirst {
   bool operator()(const Node* a, const Node* b) const { return a->sequence < b->sequence; }
@@ -149,7 +169,12 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
              "; pass an explicit gradient of that shape for a non-scalar tensor");
     seed = ones(root.shape(), TensorOptions().dtype(root.dtype()).device(root.device()));
   } else {
-    check_gradient("backward", "the root", 0, seed, TensorMeta::of(root));
+    SG_CHECK(seed.shape() == root.shape(), "backward: the explicit gradient has shape ", seed.shape(), ", expected ",
+             root.shape());
+    SG_CHECK(seed.dtype() == root.dtype(), "backward: the explicit gradient has dtype ", seed.dtype(), ", expected ",
+             root.dtype());
+    SG_CHECK(seed.device() == root.device(), "backward: the explicit gradient is on ", seed.device(), ", expected ",
+             root.device());
   }
   NoGradGuard no_grad;
   if (!root.impl().grad_fn) {
@@ -160,6 +185,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
   std::unordered_map<Node*, std::vector<Tensor>> pending;
   std::vector<std::shared_ptr<Node>> keep_alive;  // records stay valid while we walk them
+  PendingLeafGrads leaf_grads;
 
   auto deliver = [&](const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g) {
     auto it = pending.find(node.get());
@@ -204,7 +230,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       const Edge& e = node->next[i];
       if (!e.active()) continue;
       check_gradient(node->name, "input", i, input_grads[i], node->input_meta[i]);
-      if (e.leaf) accumulate_leaf(*e.leaf, input_grads[i]);
+      if (e.leaf) leaf_grads.add(e.leaf, input_grads[i]);
       else deliver(e.node, e.output_nr, input_grads[i]);
     }
     if (!retain_graph) {
@@ -213,6 +239,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       node->consumed = true;
     }
   }
+  leaf_grads.commit();
 }
 
 }  // namespace sg::autograd
@@ -224,6 +251,7 @@ namespace sg {
 bool Tensor::requires_grad() const { return impl().requires_grad || impl().grad_fn != nullptr; }
 
 Tensor& Tensor::requires_grad_(bool requires) {
+  SG_CHECK(defined(), "requires_grad_: the tensor is undefined");
   SG_CHECK(is_leaf(), "requires_grad_: can only be set on a leaf tensor (this one was produced by '",
            impl().grad_fn->name, "'); use detach() first");
   impl().requires_grad = requires;
@@ -232,11 +260,18 @@ Tensor& Tensor::requires_grad_(bool requires) {
 
 bool Tensor::is_leaf() const { return impl().grad_fn == nullptr; }
 
-Tensor Tensor::grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+Tensor Tensor::grad() const {
+  SG_CHECK(defined(), "grad: the tensor is undefined");
+  return impl().grad ? Tensor(impl().grad) : Tensor();
+}
 
-void Tensor::zero_grad() { impl().grad.reset(); }
+void Tensor::zero_grad() {
+  SG_CHECK(defined(), "zero_grad: the tensor is undefined");
+  impl().grad.reset();
+}
 
 void Tensor::set_grad(const Tensor& g) {
+  SG_CHECK(defined(), "set_grad: the tensor is undefined");
   if (!g.defined()) {
     impl().grad.reset();
     return;
@@ -248,6 +283,7 @@ void Tensor::set_grad(const Tensor& g) {
 }
 
 Tensor Tensor::detach() const {
+  SG_CHECK(defined(), "detach: the tensor is undefined");
   auto impl_copy = std::make_shared<TensorImpl>();
   impl_copy->storage = impl().storage;
   impl_copy->shape = impl().shape;

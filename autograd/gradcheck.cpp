@@ -102,9 +102,11 @@ std::vector<double> random_direction(const Tensor& t, std::mt19937_64& rng) {
 
 GradcheckResult gradcheck(const Fn& f, const std::vector<Tensor>& inputs, const GradcheckOptions& o) {
   GradcheckResult result;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    SG_CHECK(inputs[i].defined() && inputs[i].dtype() == DType::Float64, "gradcheck: ",
-             inputs[i].defined() ? describe(i, inputs[i]) : "an input", " must be float64");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SG_CHECK(inputs[i].defined(), "gradcheck: input ", i, " is undefined");
+    SG_CHECK(inputs[i].dtype() == DType::Float64, "gradcheck: ", describe(i, inputs[i]), " must be float64, got ",
+             inputs[i].dtype());
+  }
 
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<double> normal;

@@ -25,6 +25,14 @@ void check_grad(size_t i, const Tensor& p, const Tensor& g) {
            i, " (", g.shape(), " ", g.dtype(), " on ", g.device(), ") does not match the parameter (", p.shape(), " ",
            p.dtype(), " on ", p.device(), ")");
 }
+/// Optimizer state must still match its parameter (a module moved to another dtype or device
+/// after the optimizer was made would otherwise have its buffers read as the wrong type).
+void check_state(const char* opt, size_t i, const Tensor& p, const Tensor& s) {
+  SG_CHECK(s.shape() == p.shape() && s.dtype() == p.dtype() && s.device() == p.device(), opt,
+           ": state of parameter ", i, " (", s.shape(), " ", s.dtype(), " on ", s.device(),
+           ") does not match the parameter (", p.shape(), " ", p.dtype(), " on ", p.device(),
+           "); make the optimizer after moving the parameters");
+}
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params)), options(o) {
@@ -42,6 +50,8 @@ void SGD::step() {
     if (!g.defined()) continue;
     check_grad(i, p, g);
     if (options.momentum > 0 && !momentum_[i].defined()) momentum_[i] = zeros_like(p);
+    if (momentum_[i].defined()) check_state("SGD", i, p, momentum_[i]);
+    if (p.numel() == 0) continue;
     detail::SgdParams h;
     h.lr = options.lr;
     h.momentum = options.momentum;
@@ -72,6 +82,9 @@ void Adam::step() {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     check_grad(i, p, g);
+    check_state("Adam", i, p, exp_avg_[i]);
+    check_state("Adam", i, p, exp_avg_sq_[i]);
+    if (p.numel() == 0) continue;
     detail::AdamParams h;
     h.lr = options.lr;
     h.beta1 = options.beta1;

@@ -25,6 +25,7 @@ Tensor from_eigen(const Eigen::MatrixBase<Derived>& m, Device device = Device())
 /// A copy of a 1-D or 2-D tensor as an Eigen matrix of T (a 1-D tensor becomes a column).
 template <typename T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> to_eigen(const Tensor& t) {
+  SG_CHECK(t.defined(), "to_eigen: the tensor is undefined");
   SG_CHECK(t.dim() == 1 || t.dim() == 2, "to_eigen: expected a 1-D or 2-D tensor, got shape ", t.shape());
   const int64_t rows = t.dim() == 2 ? t.size(0) : t.size(0), cols = t.dim() == 2 ? t.size(1) : 1;
   const std::vector<T> v = t.to_vector_as<T>();

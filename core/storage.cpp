@@ -22,7 +22,8 @@ AllocatorStats host_memory_stats() {
 }
 
 Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
-  if (bytes == 0) return;
+  // An empty CUDA storage still asks the allocator, which checks that the device exists.
+  if (bytes == 0 && dev.is_cpu()) return;
   if (dev.is_cpu()) {
     const size_t rounded = (bytes + 63) / 64 * 64;
     data = std::aligned_alloc(64, rounded);

@@ -14,8 +14,16 @@ namespace sg {
 
 namespace detail {
 
+void check_shape(const char* op, const Shape& shape, DType dtype) {
+  for (int64_t d : shape) SG_CHECK(d >= 0, op, ": negative dimension in shape ", shape);
+  // numel · element size must fit in int64 (bytes are size_t, indices int64).
+  int64_t bytes = static_cast<int64_t>(element_size(dtype));
+  for (int64_t d : shape)
+    SG_CHECK(!__builtin_mul_overflow(bytes, d, &bytes), op, ": shape ", shape, " has too many elements");
+}
+
 Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure) {
-  for (int64_t d : shape) SG_CHECK(d >= 0, "tensor: negative dimension in shape ", shape);
+  check_shape("tensor", shape, dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(dtype), device);
   impl->shape = shape;
@@ -34,7 +42,8 @@ Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure) {
 }
 
 void check_same_device_dtype(const char* op, const Tensor& a, const Tensor& b) {
-  SG_CHECK(a.defined() && b.defined(), op, ": got an undefined tensor");
+  SG_CHECK(a.defined(), op, ": the first operand is undefined");
+  SG_CHECK(b.defined(), op, ": the second operand is undefined");
   SG_CHECK(a.device() == b.device(), op, ": expected both operands on one device, got ", a.device(), " and ",
            b.device());
   SG_CHECK(a.dtype() == b.dtype(), op, ": expected both operands of one dtype, got ", a.dtype(), " and ",
@@ -49,6 +58,7 @@ TensorImpl& Tensor::impl() const {
 }
 
 Tensor Tensor::empty(const Shape& shape, TensorOptions options) {
+  detail::check_shape("empty", shape, options.dtype_);
   Tensor t = detail::make_tensor(shape, options.dtype_, options.device_);
   if (options.requires_grad_) t.requires_grad_(true);
   return t;
@@ -85,6 +95,7 @@ Tensor copy_to(const Tensor& src, Device device, DType dtype) {
 }  // namespace
 
 Tensor Tensor::to(Device device) const {
+  SG_CHECK(defined(), "to: the tensor is undefined");
   if (device == this->device()) return *this;
   Tensor out = copy_to(*this, device, dtype());
   if (autograd::needs_record({*this})) {
@@ -97,6 +108,7 @@ Tensor Tensor::to(Device device) const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+  SG_CHECK(defined(), "to: the tensor is undefined");
   if (dtype == this->dtype()) return *this;
   Tensor out = copy_to(*this, device(), dtype);
   if (autograd::needs_record({*this})) {
@@ -110,6 +122,7 @@ Tensor Tensor::to(DType dtype) const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector_as() const {
+  SG_CHECK(defined(), "to_vector: the tensor is undefined");
   const int64_t n = numel();
   std::vector<T> out(static_cast<size_t>(n));
   if (n == 0) return out;
@@ -135,14 +148,18 @@ double Tensor::item() const {
 }
 
 Tensor Tensor::clone() const {
+  SG_CHECK(defined(), "clone: the tensor is undefined");
   Tensor out = detail::make_tensor(shape(), dtype(), device(), structure());
   if (numel() > 0) detail::backend_for(device()).copy(*this, out);
   return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  SG_CHECK(defined(), "copy_: the destination is undefined");
+  SG_CHECK(src.defined(), "copy_: the source is undefined");
   detail::check_same_device_dtype("copy_", *this, src);
-  SG_CHECK(src.shape() == shape(), "copy_: shapes ", src.shape(), " and ", shape(), " differ");
+  SG_CHECK(src.shape() == shape(), "copy_: source of shape ", src.shape(), " does not fit destination of shape ",
+           shape());
   SG_CHECK(!(autograd::grad_mode_enabled() && requires_grad() && is_leaf()),
            "copy_: a leaf that requires grad is being written in place; use sg::NoGradGuard");
   if (numel() > 0) detail::backend_for(device()).copy(src, *this);
@@ -151,6 +168,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
+  SG_CHECK(defined(), "fill_: the tensor is undefined");
   SG_CHECK(!(autograd::grad_mode_enabled() && requires_grad() && is_leaf()),
            "fill_: a leaf that requires grad is being written in place; use sg::NoGradGuard");
   if (numel() > 0) detail::backend_for(device()).fill(*this, value);
@@ -159,6 +177,7 @@ Tensor& Tensor::fill_(double value) {
 }
 
 Tensor Tensor::dense() const {
+  SG_CHECK(defined(), "dense: the tensor is undefined");
   if (structure() == Structure::Dense) return *this;
   Tensor out = detail::alias_with(*this, shape(), Structure::Dense);
   if (autograd::needs_record({*this})) {

@@ -177,6 +177,9 @@ Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure str
 Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure);
 /// Checks that all tensors are defined, on one device and of one dtype; `op` names the caller.
 void check_same_device_dtype(const char* op, const Tensor& a, const Tensor& b);
+/// Checks that `shape` has no negative dimension and that its bytes fit in int64; `op`
+/// names the caller ("zeros: negative dimension in shape [2, -1]").
+void check_shape(const char* op, const Shape& shape, DType dtype);
 }  // namespace detail
 
 template <typename T>

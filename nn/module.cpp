@@ -77,6 +77,11 @@ SymmetricBilinear::SymmetricBilinear(int64_t n, TensorOptions o) {
 }
 
 Tensor SymmetricBilinear::forward(const Tensor& x) const {
+  SG_CHECK(x.defined(), "SymmetricBilinear: the input is undefined");
+  SG_CHECK(x.device() == weight.device(), "SymmetricBilinear: input on ", x.device(), " but weight on ",
+           weight.device());
+  SG_CHECK(x.dtype() == weight.dtype(), "SymmetricBilinear: input of dtype ", x.dtype(), " but weight of dtype ",
+           weight.dtype());
   SG_CHECK(x.dim() == 2 && x.size(1) == weight.n(), "SymmetricBilinear: input of shape ", x.shape(),
            " does not fit a form of size ", weight.n());
   return sum(matmul(x, weight) * x, 1);  // (x·S) ⊙ x summed per row: Dense·Symmetric product

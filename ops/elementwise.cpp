@@ -3,6 +3,8 @@
 // backwards sum the gradient back down to each input's shape.
 #include "ops/elementwise.h"
 
+#include <cmath>
+
 #include "autograd/node.h"
 #include "ops/factories.h"
 #include "ops/op_util.h"
@@ -69,8 +71,9 @@ static Broadcast2D broadcast(const char* op, const Tensor& a, const Tensor& b, S
   const auto [br, bcols] = as2(b);
   SG_CHECK((ar == br || ar == 1 || br == 1) && (ac == bcols || ac == 1 || bcols == 1), op, ": shapes ",
            a.shape(), " and ", b.shape(), " cannot be broadcast");
-  bc.rows = std::max(ar, br);
-  bc.cols = std::max(ac, bcols);
+  // A dimension of 1 stretches to the other (also to 0: [0, 3] + [1, 3] is [0, 3]).
+  bc.rows = ar == 1 ? br : ar;
+  bc.cols = ac == 1 ? bcols : ac;
   bc.a_rs = ar == 1 ? 0 : ac;
   bc.a_cs = ac == 1 ? 0 : 1;
   bc.b_rs = br == 1 ? 0 : bcols;
@@ -96,10 +99,21 @@ static Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b,
   return Structure::Dense;
 }
 
+/// An UpperTriangular result whose kernel may have written non-zeros below the diagonal
+/// (0·inf = NaN from an operand that is not upper, or a non-finite scalar) gets them zeroed:
+/// entries a structure ignores stay exact zeros, whatever non-finite values meet them.
+static Tensor keep_upper_zeros(const Tensor& out) {
+  if (out.numel() == 0) return out;
+  Tensor fixed = empty_like(out, Structure::UpperTriangular);
+  backend_of(out).triu(out, fixed, 0);
+  return fixed;
+}
+
 /// Not recorded: the kernels backward closures and other ops are built from.
 Tensor unary_raw(UnaryOp op, const Tensor& x, double alpha) {
   Tensor out = empty_like(x, unary_structure(static_cast<int>(op), alpha, x.structure()));
   if (x.numel() > 0) backend_of(x).unary(op, x, out, alpha);
+  if (out.structure() == Structure::UpperTriangular && !std::isfinite(alpha)) return keep_upper_zeros(out);
   return out;
 }
 
@@ -110,6 +124,10 @@ Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& 
   const Broadcast2D bc = broadcast(name, a, b, out_shape);
   Tensor out = make_tensor(out_shape, a.dtype(), a.device(), structure);
   if (out.numel() > 0) backend_of(a).binary(op, a, b, out, bc, alpha);
+  // Every binary op maps (0, 0) to 0 for finite alpha, so two upper operands give an upper result.
+  const bool both_upper = a.structure() == Structure::UpperTriangular && b.structure() == Structure::UpperTriangular &&
+                          bc.same && std::isfinite(alpha);
+  if (structure == Structure::UpperTriangular && !both_upper) return keep_upper_zeros(out);
   return out;
 }
 

@@ -19,12 +19,20 @@ Generator& generator() {
   return g;
 }
 
-Tensor make(const Shape& shape, const TensorOptions& o) {
+Tensor make(const char* op, const Shape& shape, const TensorOptions& o) {
+  detail::check_shape(op, shape, o.dtype_);
   return detail::make_tensor(shape, o.dtype_, o.device_);
 }
+
 Tensor finish(Tensor t, const TensorOptions& o) {
   if (o.requires_grad_) t.requires_grad_(true);
   return t;
+}
+
+Tensor filled(const char* op, const Shape& shape, double value, const TensorOptions& options) {
+  Tensor t = make(op, shape, options);
+  if (t.numel() > 0) detail::backend_of(t).fill(t, value);
+  return finish(t, options);
 }
 }  // namespace
 
@@ -45,20 +53,23 @@ void manual_seed(uint64_t seed) {
   g.offset = 0;
 }
 
-Tensor full(const Shape& shape, double value, TensorOptions options) {
-  Tensor t = make(shape, options);
-  if (t.numel() > 0) detail::backend_of(t).fill(t, value);
-  return finish(t, options);
+Tensor full(const Shape& shape, double value, TensorOptions options) { return filled("full", shape, value, options); }
+Tensor zeros(const Shape& shape, TensorOptions options) { return filled("zeros", shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return filled("ones", shape, 1.0, options); }
+Tensor zeros_like(const Tensor& t) {
+  detail::check_defined("zeros_like", t);
+  return zeros(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device()));
 }
-Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
-Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device())); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device())); }
+Tensor ones_like(const Tensor& t) {
+  detail::check_defined("ones_like", t);
+  return ones(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device()));
+}
 
 Tensor eye(int64_t n, TensorOptions options) {
   SG_CHECK(n >= 0, "eye: negative size ", n);
+  detail::check_shape("eye", {n, n}, options.dtype_);
   Tensor z = zeros({n, n}, options.requires_grad(false));
-  Tensor out = make({n, n}, options);
+  Tensor out = make("eye", {n, n}, options);
   if (n > 0) detail::backend_of(z).set_diagonal(z, ones({n}, options.requires_grad(false)), out);
   return finish(out, options);
 }
@@ -66,6 +77,7 @@ Tensor eye(int64_t n, TensorOptions options) {
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options) {
   SG_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
            " values do not fill shape ", shape);
+  detail::check_shape("from_vector", shape, options.dtype_);
   Tensor host = detail::make_tensor(shape, options.dtype_, kCPU);
   if (options.dtype_ == DType::Float64) {
     std::copy(values.begin(), values.end(), static_cast<double*>(host.data_ptr()));
@@ -81,8 +93,12 @@ Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorO
 }
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
+  SG_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
+           "arange: start, end and step must be finite, got ", start, ", ", end, " and ", step);
   SG_CHECK(step != 0, "arange: step must be non-zero");
   const double count = std::ceil((end - start) / step);
+  SG_CHECK(count < 9.007199254740992e15, "arange: [", start, ", ", end, ") in steps of ", step,
+           " has too many elements");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<double>(i);
@@ -107,8 +123,8 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorO
 }
 
 namespace {
-Tensor random_tensor(const Shape& shape, TensorOptions options, detail::RandomKind kind) {
-  Tensor t = make(shape, options);
+Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, detail::RandomKind kind) {
+  Tensor t = make(op, shape, options);
   const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(t.numel()));
   if (t.numel() > 0) detail::backend_of(t).random(t, kind, seed, offset);
   return finish(t, options);
@@ -116,10 +132,10 @@ Tensor random_tensor(const Shape& shape, TensorOptions options, detail::RandomKi
 }  // namespace
 
 Tensor rand(const Shape& shape, TensorOptions options) {
-  return random_tensor(shape, options, detail::RandomKind::Uniform);
+  return random_tensor("rand", shape, options, detail::RandomKind::Uniform);
 }
 Tensor randn(const Shape& shape, TensorOptions options) {
-  return random_tensor(shape, options, detail::RandomKind::Normal);
+  return random_tensor("randn", shape, options, detail::RandomKind::Normal);
 }
 
 }  // namespace sg

@@ -37,10 +37,10 @@ SG_HD T apply_unary(UnaryOp op, T x, T alpha) {
     case UnaryOp::Abs: return abs(x);
     case UnaryOp::Tanh: return tanh(x);
     case UnaryOp::Sigmoid: return sigmoid_of(x);
-    case UnaryOp::Relu: return x > T(0) ? x : T(0);
+    case UnaryOp::Relu: return x > T(0) || x != x ? x : T(0);  // NaN propagates
     case UnaryOp::LeakyRelu: return x > T(0) ? x : alpha * x;
     case UnaryOp::Softplus: return (x > T(0) ? x : T(0)) + log1p(exp(-abs(x)));
-    case UnaryOp::Step: return x > T(0) ? T(1) : T(0);
+    case UnaryOp::Step: return x > T(0) ? T(1) : (x != x ? x : T(0));
     case UnaryOp::Sign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
     case UnaryOp::AddScalar: return x + alpha;
     case UnaryOp::MulScalar: return x * alpha;

@@ -72,6 +72,10 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   const int64_t n = db.trans ? b.size(0) : b.size(1);
   Tensor c = detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
   if (m == 0 || n == 0) return c;
+  if (k == 0) {  // an empty sum: exact zeros, whatever the structures (no kernel sees k = 0)
+    detail::backend_of(a).fill(c, 0.0);
+    return c;
+  }
   detail::GemmProblem p;
   p.m = m;
   p.n = n;
@@ -126,8 +130,8 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   return c;
 }
 
-void check_matrix(const char* op, const Tensor& t) {
-  SG_CHECK(t.dim() == 2, op, ": expected a matrix, got shape ", t.shape());
+void check_matrix(const char* op, const char* what, const Tensor& t) {
+  SG_CHECK(t.dim() == 2, op, ": expected ", what, " to be a matrix, got shape ", t.shape());
 }
 
 }  // namespace
@@ -153,21 +157,24 @@ UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   detail::check_same_device_dtype("linear", x, w);
-  check_matrix("linear", x);
-  check_matrix("linear", w);
+  check_matrix("linear", "the input", x);
+  check_matrix("linear", "the weight", w);
   SG_CHECK(x.size(1) == w.size(1), "linear: input of shape ", x.shape(), " does not fit weight of shape ", w.shape(),
            " (expected input [batch, ", w.size(1), "])");
+  if (bias.defined()) {
+    SG_CHECK(bias.device() == x.device(), "linear: bias on ", bias.device(), " but input on ", x.device());
+    SG_CHECK(bias.dtype() == x.dtype(), "linear: bias of dtype ", bias.dtype(), " but input of dtype ", x.dtype());
+    SG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ", bias.shape(),
+             " does not fit weight of shape ", w.shape());
+  }
   Tensor y = product("linear", x, false, w, true);
   if (!bias.defined()) return y;
-  detail::check_same_device_dtype("linear", x, bias);
-  SG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias of shape ", bias.shape(),
-           " does not fit weight of shape ", w.shape());
   return add(y, bias);
 }
 
 Symmetric gram(const Tensor& a) {
   detail::check_defined("gram", a);
-  check_matrix("gram", a);
+  check_matrix("gram", "the operand", a);
   const Structure sa = a.structure();
   Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), OutputMask::Symmetric, 1.0);
   if (autograd::needs_record({a})) {

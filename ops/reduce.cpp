@@ -90,12 +90,16 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x) {
-  SG_CHECK(x.defined() && x.numel() > 0, "mean: got an empty tensor");
+  detail::check_defined("mean", x);
+  SG_CHECK(x.numel() > 0, "mean: got an empty tensor of shape ", x.shape());
   return sum(x) / static_cast<double>(x.numel());
 }
 
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
   detail::check_defined("mean", x);
+  SG_CHECK(x.dim() >= 1 && x.dim() <= 2, "mean: reducing along a dimension needs a 1-D or 2-D tensor, got shape ",
+           x.shape());
+  SG_CHECK(dim >= -x.dim() && dim < x.dim(), "mean: dimension ", dim, " out of range for shape ", x.shape());
   const int64_t n = x.size(dim);
   SG_CHECK(n > 0, "mean: dimension ", dim, " of shape ", x.shape(), " is empty");
   return sum(x, dim, keepdim) / static_cast<double>(n);

@@ -31,7 +31,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       infer = static_cast<int64_t>(i);
     } else {
       SG_CHECK(target[i] >= 0, "reshape: bad shape ", shape);
-      known *= target[i];
+      SG_CHECK(!__builtin_mul_overflow(known, target[i], &known), "reshape: shape ", shape, " has too many elements");
     }
   }
   if (infer >= 0) {
@@ -62,7 +62,7 @@ Tensor diagonal(const Tensor& x) {
       const Tensor& g = ctx.grad_outputs[0];
       Tensor z = zeros({n, n}, TensorOptions().dtype(g.dtype()).device(g.device()));
       Tensor dx = detail::make_tensor({n, n}, g.dtype(), g.device(), s);
-      detail::backend_of(g).set_diagonal(z, g, dx);
+      if (n > 0) detail::backend_of(g).set_diagonal(z, g, dx);
       return std::vector<Tensor>{dx};
     });
   }
@@ -80,13 +80,15 @@ Tensor with_diagonal(const Tensor& x, const Tensor& d) {
     autograd::record("with_diagonal", {x, d}, {out}, {}, [](autograd::BackwardContext& ctx) {
       const Tensor& g = ctx.grad_outputs[0];
       Tensor dx, dd;
+      const bool empty = g.numel() == 0;
       if (ctx.needs(0)) {
         dx = detail::empty_like(g, g.structure());
-        detail::backend_of(g).set_diagonal(g, zeros({g.size(0)}, TensorOptions().dtype(g.dtype()).device(g.device())), dx);
+        if (!empty)
+          detail::backend_of(g).set_diagonal(g, zeros({g.size(0)}, TensorOptions().dtype(g.dtype()).device(g.device())), dx);
       }
       if (ctx.needs(1)) {
         dd = detail::empty_on(g, {g.size(0)});
-        detail::backend_of(g).diagonal(g, dd);
+        if (!empty) detail::backend_of(g).diagonal(g, dd);
       }
       return std::vector<Tensor>{dx, dd};
     });

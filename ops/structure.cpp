@@ -107,6 +107,11 @@ Symmetric::Symmetric(const Tensor& t) : Tensor(t) {
 
 namespace {
 TensorOptions plain(TensorOptions o) { return o.requires_grad(false); }
+int64_t checked_size(const char* op, int64_t n, const TensorOptions& o) {
+  SG_CHECK(n >= 0, op, ": negative size ", n);
+  detail::check_shape(op, {n, n}, o.dtype_);
+  return n;
+}
 template <typename Typed>
 Typed finish(Typed t, const TensorOptions& o) {
   if (o.requires_grad_) t.requires_grad_(true);
@@ -115,23 +120,29 @@ Typed finish(Typed t, const TensorOptions& o) {
 }  // namespace
 
 UpperTriangular UpperTriangular::randn(int64_t n, TensorOptions o) {
+  checked_size("UpperTriangular::randn", n, o);
   return finish(UpperTriangular(triu(sg::randn({n, n}, plain(o))).detach()), o);
 }
 UpperTriangular UpperTriangular::zeros(int64_t n, TensorOptions o) {
+  checked_size("UpperTriangular::zeros", n, o);
   return finish(UpperTriangular(detail::alias_with(sg::zeros({n, n}, plain(o)), {n, n}, Structure::UpperTriangular)), o);
 }
 UpperTriangular UpperTriangular::eye(int64_t n, TensorOptions o) {
+  checked_size("UpperTriangular::eye", n, o);
   return finish(UpperTriangular(detail::alias_with(sg::eye(n, plain(o)), {n, n}, Structure::UpperTriangular)), o);
 }
 Symmetric Symmetric::randn(int64_t n, TensorOptions o) {
+  checked_size("Symmetric::randn", n, o);
   NoGradGuard guard;
   Tensor s = sym(sg::randn({n, n}, plain(o)));
   return finish(Symmetric(detail::alias_with(s * 1.4142135623730951, {n, n}, Structure::Symmetric)), o);
 }
 Symmetric Symmetric::zeros(int64_t n, TensorOptions o) {
+  checked_size("Symmetric::zeros", n, o);
   return finish(Symmetric(detail::alias_with(sg::zeros({n, n}, plain(o)), {n, n}, Structure::Symmetric)), o);
 }
 Symmetric Symmetric::eye(int64_t n, TensorOptions o) {
+  checked_size("Symmetric::eye", n, o);
   return finish(Symmetric(detail::alias_with(sg::eye(n, plain(o)), {n, n}, Structure::Symmetric)), o);
 }
 
