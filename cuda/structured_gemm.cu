@@ -70,23 +70,31 @@ struct GemmArgs {
 // =============================================================================================
 // Kernel configurations.
 //
-// 256 threads as a 16×16 grid; each thread owns kGroups×kGroups blocks of 4×4 outputs, the
-// blocks 64 apart ("split" 8×8 for the 128 tile: rows r and r+64). Splitting keeps each
-// thread's fragment reads 16-byte vectors at consecutive addresses across the warp, so every
-// LDS.128 is conflict-free. Per k the large config does 4 LDS.128 for 64 FFMA.
+// The threads form a kThreadRows × kThreadCols grid; each thread owns kRowGroups × kColGroups
+// blocks of 4×4 outputs, row blocks kRowSpacing apart and column blocks kColSpacing apart
+// (the 128-tile float32 config: 128 threads, 16 × 8, each with 8 rows (r, r+64) × 16 columns
+// (c, c+32, c+64, c+96)). Splitting keeps each thread's fragment reads 16-byte vectors at
+// consecutive addresses across the warp (a warp is 4 thread rows × 8 thread columns), so
+// every LDS.128 is conflict-free. Per k that config does 6 LDS.128 for 128 FFMA.
 // Each thread stages kLoads 16-byte vectors per operand per k-step, double-buffered
 // global → registers → shared so the loads of step t+1 are in flight during the FFMAs of
 // step t; one __syncthreads per k-step.
 // =============================================================================================
 
-template <typename T, int kTile_, int kKStep_, int kMinBlocks_>
+template <typename T, int kTile_, int kKStep_, int kThreads_, int kColGroups_, int kMinBlocks_>
 struct TileConfig {
   using Scalar = T;
-  static constexpr int kThreads = 256;
+  static constexpr int kThreads = kThreads_;
   static constexpr int kTile = kTile_;                           // BM = BN
   static constexpr int kKStep = kKStep_;                         // BK
-  static constexpr int kGroups = kTile / 64;                     // 4-wide groups per thread and dimension
-  static constexpr int kPerThread = 4 * kGroups;                 // outputs per thread per dimension
+  static constexpr int kRowGroups = kTile / 64;                  // 4-row blocks per thread
+  static constexpr int kColGroups = kColGroups_;                 // 4-column blocks per thread
+  static constexpr int kPerRow = 4 * kRowGroups;                 // output rows per thread
+  static constexpr int kPerCol = 4 * kColGroups;                 // output columns per thread
+  static constexpr int kThreadRows = kTile / kPerRow;
+  static constexpr int kThreadCols = kTile / kPerCol;
+  static constexpr int kRowSpacing = 4 * kThreadRows;            // = kTile / kRowGroups
+  static constexpr int kColSpacing = 4 * kThreadCols;
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
   static constexpr int kLoads = kTile * kKStep / (kThreads * kVec);  // vectors per thread, operand and k-step
   // One vector of padding per shared row: keeps rows 16-byte aligned and spreads the scalar
@@ -96,14 +104,16 @@ struct TileConfig {
   static_assert(kLoads >= 1 && kLoads * kThreads * kVec == kTile * kKStep, "staging covers the tile exactly");
   static_assert(kThreads % (kTile / kVec) == 0 && kThreads % (kKStep / kVec) == 0, "staging maps");
   static_assert(kTile % 64 == 0 && kKStep % kVec == 0, "tile shape");
+  static_assert(kThreadRows * kThreadCols == kThreads && kThreadCols % 8 == 0 && kThreadRows % 4 == 0,
+                "thread grid: warps of 4 thread rows × 8 thread columns");
 };
 
-// 128×128, BK 8: 64 accumulators per thread; two blocks per SM (≤ 128 registers each).
-using ConfigF32Large = TileConfig<float, 128, 8, 2>;
-// 64×64 with BK 16 (one float4 per thread still covers a k-step): for problems with too
-// few 128-tiles to fill the machine; several blocks per SM.
-using ConfigF32Small = TileConfig<float, 64, 16, 3>;
-using ConfigF64 = TileConfig<double, 64, 8, 2>;
+// 128×128, BK 8, 128 threads with 8×16 outputs each (128 accumulators), two blocks per SM.
+using ConfigF32Large = TileConfig<float, 128, 8, 128, 4, 2>;
+// 64×64 with BK 16, 256 threads with 4×4 each: for problems with too few 128-tiles to fill
+// the machine; several blocks per SM.
+using ConfigF32Small = TileConfig<float, 64, 16, 256, 1, 3>;
+using ConfigF64 = TileConfig<double, 64, 8, 256, 1, 2>;
 
 template <typename T>
 struct Vec16;
@@ -335,45 +345,46 @@ __device__ __forceinline__ void store_segment(typename Cfg::Scalar* c, int64_t l
 
 // =============================================================================================
 // The main loop, one k-step: fetch step t+1 into registers, multiply the shared tiles of step
-// t, store step t+1 into the other buffer, barrier. kBuffer is a template argument (the loop
-// is unrolled by two) so every shared address is a constant offset from one base register.
+// t (buffer `buffer`), store step t+1 into the other buffer, barrier. The loop is deliberately
+// not unrolled across k-steps: one k-step is already kKStep·kPerRow·kPerCol FFMAs, and a body twice that
+// size overflows the instruction cache (measured: "no instruction" stalls on H100).
 // Returns false after the last step.
 // =============================================================================================
 
-template <class Cfg, int kBuffer>
+template <class Cfg>
 __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scalar>& args, int& k0, int k_end,
-                                               OperandStager<Cfg>& stage_a, OperandStager<Cfg>& stage_b,
-                                               StagedTile<Cfg>& staged_a, StagedTile<Cfg>& staged_b,
+                                               int buffer, OperandStager<Cfg>& stage_a,
+                                               OperandStager<Cfg>& stage_b, StagedTile<Cfg>& staged_a,
+                                               StagedTile<Cfg>& staged_b,
                                                typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
                                                int thread_row, int thread_col,
-                                               typename Cfg::Scalar (&acc)[Cfg::kPerThread][Cfg::kPerThread]) {
+                                               typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
   using T = typename Cfg::Scalar;
-  constexpr int kPer = Cfg::kPerThread, kStride = Cfg::kStride;
+  constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
   if (has_next) {  // global loads in flight during this step's FFMAs
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
   }
-  const T* a_frag_base = a_tiles[kBuffer] + thread_row * 4;
-  const T* b_frag_base = b_tiles[kBuffer] + thread_col * 4;
+  const T* a_frag_base = a_tiles[buffer] + thread_row * 4;
+  const T* b_frag_base = b_tiles[buffer] + thread_col * 4;
 #pragma unroll
   for (int kk = 0; kk < Cfg::kKStep; ++kk) {
-    T a_frag[kPer], b_frag[kPer];
+    T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
 #pragma unroll
-    for (int g = 0; g < Cfg::kGroups; ++g) {
-      load4_shared(a_frag_base + kk * kStride + g * 64, a_frag + 4 * g);
-      load4_shared(b_frag_base + kk * kStride + g * 64, b_frag + 4 * g);
-    }
+    for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_frag_base + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
 #pragma unroll
-    for (int i = 0; i < kPer; ++i)
+    for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_frag_base + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+    for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
   }
   if (has_next) {
     // The other buffer was last read in the previous step, before its closing barrier.
-    OperandStager<Cfg>::store(a_tiles[kBuffer ^ 1], staged_a);
-    OperandStager<Cfg>::store(b_tiles[kBuffer ^ 1], staged_b);
+    OperandStager<Cfg>::store(a_tiles[buffer ^ 1], staged_a);
+    OperandStager<Cfg>::store(b_tiles[buffer ^ 1], staged_b);
   }
   __syncthreads();
   k0 += Cfg::kKStep;
@@ -402,7 +413,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
-  constexpr int kVec = Cfg::kVec, kPer = Cfg::kPerThread, kGroups = Cfg::kGroups;
+  constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
   using Stager = OperandStager<Cfg>;
 
   __shared__ __align__(16) T a_tiles[2][kKStep * kStride];
@@ -414,15 +425,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // 8 warps as 4 (rows) × 2 (cols); a warp spans 4 thread rows × 8 thread cols, so one
   // fragment read touches 4 (A) and 8 (B) consecutive 16-byte words.
   const int warp = tid >> 5, lane = tid & 31;
-  const int thread_row = (warp >> 1) * 4 + (lane >> 3);
-  const int thread_col = (warp & 1) * 8 + (lane & 7);
+  constexpr int kWarpsPerRow = Cfg::kThreadCols / 8;
+  const int thread_row = (warp / kWarpsPerRow) * 4 + (lane >> 3);
+  const int thread_col = (warp % kWarpsPerRow) * 8 + (lane & 7);
   const int row0 = item.tile_row * kTile, col0 = item.tile_col * kTile;
 
-  T acc[kPer][kPer];
+  T acc[kPerRow][kPerCol];
 #pragma unroll
-  for (int i = 0; i < kPer; ++i)
+  for (int i = 0; i < kPerRow; ++i)
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) acc[i][j] = T(0);
+    for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
 
   if (item.k_begin < item.k_end) {
     Stager stage_a(args.a, row0, item.k_begin, item.k_end);
@@ -434,10 +446,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     Stager::store(b_tiles[0], staged_b);
     __syncthreads();
     int k0 = item.k_begin;
-    while (main_loop_step<Cfg, 0>(args, k0, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
-                                  thread_row, thread_col, acc) &&
-           main_loop_step<Cfg, 1>(args, k0, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
-                                  thread_row, thread_col, acc)) {
+    int buffer = 0;
+#pragma unroll 1
+    while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
+                               thread_row, thread_col, acc)) {
+      buffer ^= 1;
     }
   }
 
@@ -445,12 +458,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     // Partial layout: vector e of thread tid at (e·256 + tid)·kVec, so a warp's stores and
     // loads are 512 contiguous bytes.
     using V = typename Vec16<T>::type;
-    constexpr int kVecsPerRow = kPer / kVec;
+    constexpr int kVecsPerRow = kPerCol / kVec;
     constexpr int kTileElems = kTile * kTile;
     T* tile_partials = args.partials + static_cast<int64_t>(item.partial_index) * kTileElems;
     V* mine = reinterpret_cast<V*>(tile_partials + static_cast<int64_t>(item.chunk) * kTileElems);
 #pragma unroll
-    for (int e = 0; e < kPer * kVecsPerRow; ++e) {
+    for (int e = 0; e < kPerRow * kVecsPerRow; ++e) {
       V v;
       memcpy(&v, &acc[e / kVecsPerRow][(e % kVecsPerRow) * kVec], sizeof(V));
       __stcg(mine + e * Cfg::kThreads + tid, v);
@@ -468,13 +481,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     __syncthreads();
     if (!last_chunk) return;
 #pragma unroll
-    for (int i = 0; i < kPer; ++i)
+    for (int i = 0; i < kPerRow; ++i)
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) acc[i][j] = T(0);
+      for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
     for (int chunk = 0; chunk < item.chunk_count; ++chunk) {
       const V* part = reinterpret_cast<const V*>(tile_partials + static_cast<int64_t>(chunk) * kTileElems);
 #pragma unroll
-      for (int e = 0; e < kPer * kVecsPerRow; ++e) {
+      for (int e = 0; e < kPerRow * kVecsPerRow; ++e) {
         const V v = __ldcg(part + e * Cfg::kThreads + tid);
         T values[kVec];
         memcpy(values, &v, sizeof(V));
@@ -488,14 +501,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const T alpha = args.alpha;
   const OutputMask mask = args.mask;
 #pragma unroll
-  for (int gi = 0; gi < kGroups; ++gi) {
+  for (int gi = 0; gi < Cfg::kRowGroups; ++gi) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int row = row0 + gi * 64 + thread_row * 4 + i;
+      const int row = row0 + gi * Cfg::kRowSpacing + thread_row * 4 + i;
       if (row >= args.m) continue;
 #pragma unroll
-      for (int gj = 0; gj < kGroups; ++gj) {
-        const int col = col0 + gj * 64 + thread_col * 4;
+      for (int gj = 0; gj < Cfg::kColGroups; ++gj) {
+        const int col = col0 + gj * Cfg::kColSpacing + thread_col * 4;
         T value[4];
         bool write[4];
 #pragma unroll
@@ -512,14 +525,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if (mask == OutputMask::Symmetric) {
     // Mirror: column j of this thread's 4-row block becomes 4 consecutive entries of row j.
 #pragma unroll
-    for (int gj = 0; gj < kGroups; ++gj) {
+    for (int gj = 0; gj < Cfg::kColGroups; ++gj) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const int col = col0 + gj * 64 + thread_col * 4 + j;
+        const int col = col0 + gj * Cfg::kColSpacing + thread_col * 4 + j;
         if (col >= args.n) continue;
 #pragma unroll
-        for (int gi = 0; gi < kGroups; ++gi) {
-          const int row = row0 + gi * 64 + thread_row * 4;
+        for (int gi = 0; gi < Cfg::kRowGroups; ++gi) {
+          const int row = row0 + gi * Cfg::kRowSpacing + thread_row * 4;
           T value[4];
           bool write[4];
 #pragma unroll

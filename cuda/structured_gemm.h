@@ -19,7 +19,7 @@ void launch_structured_gemm(const GemmProblem& p, DType dtype, int device);
 
 /// The kernel instances: tile edge (BM = BN) and k-step (BK) of each.
 enum class GemmTileConfig : uint8_t {
-  Float32Large,  ///< 128×128 tiles, BK 8, 8×8 outputs per thread: the fast path for large problems
+  Float32Large,  ///< 128×128 tiles, BK 8, 128 threads × 8×16 outputs: the fast path for large problems
   Float32Small,  ///< 64×64 tiles, BK 16, 4×4 per thread: fills the machine on small problems
   Float64,       ///< 64×64 tiles, BK 8, 4×4 per thread
 };

@@ -75,3 +75,4 @@ echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
 for f in bench_gemm_cuda.txt torch_structured.txt kernelbench_triu.txt kernelbench_symmetric.txt; do
   [ -f "$OUT/$f" ] && { echo "---- $f"; tail -25 "$OUT/$f"; }
 done
+exit 0
