@@ -38,18 +38,21 @@ if has test; then
 fi
 
 if has sanitize; then
-  for tool in memcheck racecheck; do
-    for t in test_cuda_gemm test_structured test_ops test_tensor test_cuda_runtime; do
+  # memcheck over every GPU test (the Large ones excepted: minutes under the tool), racecheck
+  # and initcheck over the kernel tests. Each log's summary line goes to the table.
+  for tool in memcheck racecheck initcheck; do
+    for t in test_cuda_gemm test_cuda_runtime test_structured test_ops test_tensor test_bad_input test_io test_errors; do
       [ -x $build/tests/$t ] || continue
       filter='*cuda*:*Cuda*:*CUDA*:-*Large*'
       [ $t = test_cuda_gemm ] && filter='-*Large*'
-      [ $tool = racecheck ] && [ $t != test_cuda_gemm ] && continue
-      timeout 240 compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t --gtest_filter="$filter" \
-        > "$OUT/sanitizer_${tool}_$t.log" 2>&1
+      [ $tool != memcheck ] && [ $t != test_cuda_gemm ] && [ $t != test_cuda_runtime ] && continue
+      timeout ${SG_SANITIZER_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t \
+        --gtest_filter="$filter" > "$OUT/sanitizer_${tool}_$t.log" 2>&1
       rc=$?
-      note "compute-sanitizer $tool $t rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_$t.log" | tail -1)"
+      note "compute-sanitizer --tool $tool $t rc=$rc: $(grep -E 'tests? ran|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_$t.log" | tr '\n' ' ')"
     done
   done
+  (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer_*.log && rm -f sanitizer_*.log)
 fi
 
 if has bench; then
