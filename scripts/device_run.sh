@@ -40,16 +40,26 @@ fi
 if has sanitize; then
   # memcheck over every GPU test (the Large ones excepted: minutes under the tool), racecheck
   # and initcheck over the kernel tests. Each log's summary line goes to the table.
-  for tool in memcheck racecheck initcheck; do
-    for t in test_cuda_gemm test_cuda_runtime test_structured test_ops test_tensor test_bad_input test_io test_errors; do
+  for tool in ${SG_SANITIZER_TOOLS:-memcheck racecheck initcheck}; do
+    for t in ${SG_SANITIZER_TESTS:-test_cuda_gemm test_cuda_runtime test_structured test_ops test_tensor test_bad_input test_io test_errors}; do
       [ -x $build/tests/$t ] || continue
       filter='*cuda*:*Cuda*:*CUDA*:-*Large*'
       [ $t = test_cuda_gemm ] && filter='-*Large*'
       [ $tool != memcheck ] && [ $t != test_cuda_gemm ] && [ $t != test_cuda_runtime ] && continue
-      timeout ${SG_SANITIZER_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t \
+      # The out-of-memory test makes cudaMalloc fail on purpose: it runs apart, with the
+      # tool's report of failed API calls off (the failure is what it tests).
+      [ $t = test_cuda_runtime ] && filter="$filter:*OutOfMemory*"
+      # Under racecheck the descriptor sweep runs at two sizes (one per tile config).
+      SG_TEST_SIZES=$([ $tool = racecheck ] && echo 17,255) \
+        timeout ${SG_SANITIZER_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t \
         --gtest_filter="$filter" > "$OUT/sanitizer_${tool}_$t.log" 2>&1
       rc=$?
       note "compute-sanitizer --tool $tool $t rc=$rc: $(grep -E 'tests? ran|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_$t.log" | tr '\n' ' ')"
+      if [ $t = test_cuda_runtime ]; then
+        timeout 100 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 17 $build/tests/$t \
+          --gtest_filter='*OutOfMemory*' > "$OUT/sanitizer_${tool}_${t}_oom.log" 2>&1
+        note "compute-sanitizer --tool $tool --report-api-errors no $t (out-of-memory test) rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_${t}_oom.log" | tr '\n' ' ')"
+      fi
     done
   done
   (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer_*.log && rm -f sanitizer_*.log)
@@ -68,14 +78,30 @@ if has bench; then
   done
 fi
 
+if has bench; then
+  timeout 200 $build/bench/bench_train_step > "$OUT/train_step.txt" 2>&1
+  note "bench_train_step rc=$?"
+fi
+
+# The peers of ../shared/anchors (copied to .device/anchors), in the same run.
 if has anchors && [ -d .device/anchors ]; then
   (cd .device/anchors && nvcc -O3 -arch=sm_90 anchor_bench.cu -lcublas -o /tmp/anchor_bench &&
     timeout 200 /tmp/anchor_bench 4096) > "$OUT/anchor_bench.txt" 2>&1
   note "anchor_bench rc=$?"
+  PYTHONUNBUFFERED=1 timeout 150 python3 .device/anchors/torch_anchor.py > "$OUT/torch_anchor.txt" 2>&1
+  note "torch_anchor rc=$?"
+  (cmake -S .device/anchors/libtorch -B /tmp/lt_build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" &&
+    cmake --build /tmp/lt_build && timeout 200 /tmp/lt_build/lt_anchor) > "$OUT/libtorch_anchor.txt" 2>&1
+  note "libtorch_anchor rc=$?"
 fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
-for f in bench_gemm_cuda.txt torch_structured.txt kernelbench_triu.txt kernelbench_symmetric.txt; do
-  [ -f "$OUT/$f" ] && { echo "---- $f"; tail -25 "$OUT/$f"; }
+for f in bench_gemm_cuda.txt torch_structured.txt kernelbench_triu.txt kernelbench_symmetric.txt train_step.txt \
+    anchor_bench.txt torch_anchor.txt libtorch_anchor.txt; do
+  [ -f "$OUT/$f" ] && { echo "---- $f"; tail -${SG_TAIL:-25} "$OUT/$f"; }
 done
+# At most 8 files come back from $OUT: pack the results and logs.
+(cd "$OUT" && tar czf results.tgz --exclude=results.tgz --exclude=sanitizer_logs.tgz * && \
+  find . -maxdepth 1 -type f ! -name results.tgz ! -name sanitizer_logs.tgz ! -name bench_gemm_cuda.csv -delete)
 exit 0
