@@ -3,6 +3,7 @@
 // memory and tape, and two threads training independent models at once.
 #include "test_util.h"
 
+#include <future>
 #include <random>
 #include <thread>
 
@@ -156,6 +157,65 @@ TEST(Threads, IndependentModelsGetTheSameResultsAsAlone) {
   // Each thread's tape holds only its own records.
   EXPECT_GT(tape_a, 0);
   EXPECT_EQ(tape_a, tape_b);
+}
+
+// A tensor may be read by several threads at once (docs/reliability.md): two threads training
+// their own weights on one shared input — data and a shared parameter-free projection — get
+// bit for bit what they get alone, and the shared tensors are unchanged.
+std::vector<double> train_on_shared(const sg::Tensor& x, const sg::Tensor& t, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<double> wv(36);
+  for (double& v : wv) v = normal(rng);
+  auto w = sg::triu(sg::from_vector(wv, {6, 6}, sg::kFloat64)).detach();
+  w.requires_grad_();
+  sg::optim::SGD opt({w}, {.lr = 1e-2, .momentum = 0.9});
+  for (int i = 0; i < 200; ++i) {
+    opt.zero_grad();
+    sg::mse_loss(sg::linear(sg::tanh(x), w), t).backward();
+    opt.step();
+  }
+  return w.to_vector();
+}
+
+TEST(Threads, SharedReadOnlyInputsGiveTheSameResultsAsAlone) {
+  sg::manual_seed(3);
+  const auto x = sg::randn({64, 6}, sg::kFloat64), t = sg::randn({64, 6}, sg::kFloat64);
+  const auto x_before = x.to_vector(), t_before = t.to_vector();
+  const uint64_t x_version = x.impl().storage->version.load();
+  const auto alone_a = train_on_shared(x, t, 5), alone_b = train_on_shared(x, t, 6);
+  std::vector<double> together_a, together_b;
+  std::thread ta([&] { together_a = train_on_shared(x, t, 5); });
+  std::thread tb([&] { together_b = train_on_shared(x, t, 6); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(together_a, alone_a);
+  EXPECT_EQ(together_b, alone_b);
+  EXPECT_NE(alone_a, alone_b);
+  EXPECT_EQ(x.to_vector(), x_before);
+  EXPECT_EQ(t.to_vector(), t_before);
+  EXPECT_EQ(x.impl().storage->version.load(), x_version);
+}
+
+// Grad mode is per thread: a NoGradGuard held in one thread does not stop another from recording.
+TEST(Threads, GradModeIsPerThread) {
+  auto w = sg::ones({3}, sg::kFloat64).requires_grad_();
+  std::promise<void> guard_held, other_done;
+  std::thread quiet([&] {
+    sg::NoGradGuard guard;
+    guard_held.set_value();
+    other_done.get_future().wait();  // keep the guard while the main thread records
+    EXPECT_FALSE((w * 2.0).requires_grad());
+    EXPECT_FALSE(sg::autograd::grad_mode_enabled());
+  });
+  guard_held.get_future().wait();
+  EXPECT_TRUE(sg::autograd::grad_mode_enabled());
+  auto y = sg::sum(w * 2.0);
+  EXPECT_TRUE(y.requires_grad());
+  other_done.set_value();
+  quiet.join();
+  y.backward();
+  EXPECT_EQ(w.grad().to_vector(), (std::vector<double>{2, 2, 2}));
 }
 
 }  // namespace
