@@ -76,8 +76,12 @@ def log_axes(ax, ns, suffix=""):
     ax.set_xticks(ns)
     ax.set_xticklabels([str(n) for n in ns], fontsize=7)
     ax.xaxis.set_minor_locator(ticker.NullLocator())
-    # Plain numbers (0.5, 1, 2, 5, 10, ...) instead of powers of ten.
-    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0, 7.0)))
+    # Plain numbers (0.5, 1, 2, 5, 10, ...) instead of powers of ten, fewer per decade when
+    # the data span many decades.
+    low, high = ax.get_ylim()
+    decades = math.log10(high / low) if low > 0 and high > low else 1.0
+    subs = (1.0, 2.0, 3.0, 5.0, 7.0) if decades < 1.2 else (1.0, 2.0, 5.0) if decades < 2.5 else (1.0, 3.0) if decades < 4 else (1.0,)
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
     ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     ax.tick_params(axis="y", labelsize=7)
