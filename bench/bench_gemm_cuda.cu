@@ -3,7 +3,8 @@
 // (and float64 for Upper·Upper). CUDA events around each call, warm-up, median of --reps,
 // random inputs rotated among enough copies to exceed L2. Prints a Markdown table (useful
 // TFLOP/s counts only the flops the structure needs) and writes a CSV with --csv.
-// Usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--quick]
+// With --tf32, structgrad runs in sg::Precision::TF32 and cuBLAS in its TF32 tensor-op mode.
+// Usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -30,6 +31,7 @@ struct Options {
   std::vector<int64_t> sizes = {1024, 4096};
   int reps = 15;
   std::string csv;
+  bool tf32 = false;
 };
 
 struct Row {
@@ -60,8 +62,9 @@ Options parse(int argc, char** argv) {
     if (arg == "--n") o.sizes = parse_list(next());
     else if (arg == "--reps") o.reps = std::stoi(next());
     else if (arg == "--csv") o.csv = next();
+    else if (arg == "--tf32") o.tf32 = true;
     else {
-      std::fprintf(stderr, "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32]\n");
       std::exit(2);
     }
   }
@@ -104,7 +107,8 @@ class Bench {
   explicit Bench(const Options& o) : options_(o), stream_(sg::detail::cuda::stream(0)) {
     SG_CUBLAS_CHECK(cublasCreate(&cublas_));
     SG_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-    SG_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    SG_CUBLAS_CHECK(cublasSetMathMode(cublas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    suffix_ = o.tf32 ? " TF32" : "";
   }
   ~Bench() { cublasDestroy(cublas_); }
 
@@ -113,7 +117,9 @@ class Bench {
   void write_csv(const std::string& path) const;
 
  private:
-  void add(int64_t n, const std::string& workload, const std::string& impl, double ms, double flops) {
+  void add(int64_t n, const std::string& workload, const std::string& impl_name, double ms, double flops) {
+    // float64 rows are never TF32.
+    const std::string impl = workload.find("float64") == std::string::npos ? impl_name + suffix_ : impl_name;
     rows_.push_back({n, workload, impl, ms, flops});
     std::printf("  %-28s %-34s %9.3f ms  %7.2f useful TFLOP/s\n", workload.c_str(), impl.c_str(), ms,
                 flops / (ms * 1e9));
@@ -124,6 +130,7 @@ class Bench {
   Options options_;
   cudaStream_t stream_;
   cublasHandle_t cublas_ = nullptr;
+  std::string suffix_;
   std::vector<Row> rows_;
 };
 
@@ -261,7 +268,9 @@ void Bench::print_table() const {
   for (const Row& row : rows_) {
     double ours = 0;
     for (const Row& other : rows_)
-      if (other.n == row.n && other.workload == row.workload && other.impl == "structgrad") ours = other.ms;
+      if (other.n == row.n && other.workload == row.workload && other.impl.rfind("structgrad", 0) == 0 &&
+          other.impl.find(',') == std::string::npos)
+        ours = other.ms;
     std::printf("| %lld | %s | %s | %.3f | %.2f | %s |\n", static_cast<long long>(row.n), row.workload.c_str(),
                 row.impl.c_str(), row.ms, row.useful_flops / (row.ms * 1e9),
                 ours > 0 ? (std::to_string(row.ms / ours).substr(0, 5) + "×").c_str() : "");
@@ -285,8 +294,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    std::printf("bench_gemm_cuda on %s, float32 exact (FFMA), median of %d\n", sg::cuda::device_name().c_str(),
-                options.reps);
+    if (options.tf32) sg::set_matmul_precision(sg::Precision::TF32);
+    std::printf("bench_gemm_cuda on %s, float32 %s, median of %d\n", sg::cuda::device_name().c_str(),
+                options.tf32 ? "TF32 (tensor cores)" : "exact (FFMA)", options.reps);
     Bench bench(options);
     for (int64_t n : options.sizes) bench.run_size(n);
     bench.print_table();

@@ -382,6 +382,8 @@ void dense_gemm(const GemmProblem& p, int device) {
   T* c = static_cast<T*>(p.c_data);
   cublasHandle_t handle = cublas_handle(device);
   if constexpr (std::is_same_v<T, float>) {
+    // The handle is this thread's own: its math mode follows the product's precision.
+    SG_CUBLAS_CHECK(cublasSetMathMode(handle, p.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     SG_CUBLAS_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
   } else {
     SG_CUBLAS_CHECK(cublasDgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <queue>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/storage.h"
@@ -81,9 +83,16 @@ struct GemmArgs {
 // step t; one __syncthreads per k-step.
 // =============================================================================================
 
-template <typename T, int kTile_, int kKStep_, int kThreads_, int kColGroups_, int kMinBlocks_>
+/// The two inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores, or TF32
+/// tensor-core MMAs (mma.sync m16n8k8, sm_80 and newer) for float32 in TF32 mode.
+enum class InnerLoop { Fma, Tf32Mma };
+
+template <typename T, int kTile_, int kKStep_, int kThreads_, int kColGroups_, int kMinBlocks_,
+          InnerLoop kInner_ = InnerLoop::Fma>
 struct TileConfig {
   using Scalar = T;
+  static constexpr InnerLoop kInner = kInner_;
+  static constexpr bool kMma = kInner_ == InnerLoop::Tf32Mma;
   static constexpr int kThreads = kThreads_;
   static constexpr int kTile = kTile_;                           // BM = BN
   static constexpr int kKStep = kKStep_;                         // BK
@@ -97,15 +106,44 @@ struct TileConfig {
   static constexpr int kColSpacing = 4 * kThreadCols;
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
   static constexpr int kLoads = kTile * kKStep / (kThreads * kVec);  // vectors per thread, operand and k-step
-  // One vector of padding per shared row: keeps rows 16-byte aligned and spreads the scalar
-  // stores of the outer-major staging path (kVec k-rows at once) over distinct banks.
-  static constexpr int kStride = kTile + kVec;
+  // Shared rows are padded to stay 16-byte aligned and spread accesses over the banks: by one
+  // vector for the FMA loop (the scalar stores of the outer-major staging path then hit
+  // distinct banks), by 8 words for the MMA loop (its fragment loads read rows t and columns g
+  // of a k-major tile, lanes 4t + g: a row stride of 8 mod 32 words makes them conflict-free).
+  static constexpr int kStride = kTile + (kMma ? 8 : kVec);
   static constexpr int kMinBlocks = kMinBlocks_;
   static_assert(kLoads >= 1 && kLoads * kThreads * kVec == kTile * kKStep, "staging covers the tile exactly");
   static_assert(kThreads % (kTile / kVec) == 0 && kThreads % (kKStep / kVec) == 0, "staging maps");
   static_assert(kTile % 64 == 0 && kKStep % kVec == 0, "tile shape");
   static_assert(kThreadRows * kThreadCols == kThreads && kThreadCols % 8 == 0 && kThreadRows % 4 == 0,
                 "thread grid: warps of 4 thread rows × 8 thread columns");
+
+  // Where accumulator acc[i][j] lands in the tile: row row_base + (i / kRowGroup)·kRowGroupStride
+  // + (i % kRowGroup)·kRowElemStride, and likewise for columns.
+  //  FMA: rows of a thread come in runs of 4 (kRowSpacing apart), columns in runs of 4.
+  //  MMA: a warp owns a 64×64 quarter of the 128 tile as 4×8 m16n8 fragments; a thread holds
+  //       rows g and g + 8 of each (g = lane / 4) and columns 2t, 2t + 1 (t = lane % 4).
+  static constexpr int kRowGroup = kMma ? 2 : 4, kRowGroupStride = kMma ? 16 : kRowSpacing,
+                       kRowElemStride = kMma ? 8 : 1;
+  static constexpr int kColGroup = kMma ? 2 : 4, kColGroupStride = kMma ? 8 : kColSpacing;
+  static_assert(!kMma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 128 && kPerRow == 8 &&
+                          kPerCol == 16 && kKStep % 8 == 0),
+                "the MMA loop: 4 warps of 64×64 over a 128 tile, k in steps of 8");
+  /// Row and column of this thread's acc[0][0] inside the tile.
+  __device__ __forceinline__ static int row_base() {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if constexpr (kMma) return (warp >> 1) * 64 + (lane >> 2);
+    return ((warp / (kThreadCols / 8)) * 4 + (lane >> 3)) * 4;
+  }
+  __device__ __forceinline__ static int col_base() {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if constexpr (kMma) return (warp & 1) * 64 + 2 * (lane & 3);
+    return ((warp % (kThreadCols / 8)) * 8 + (lane & 7)) * 4;
+  }
+  __host__ __device__ static constexpr int row_offset(int i) {
+    return (i / kRowGroup) * kRowGroupStride + (i % kRowGroup) * kRowElemStride;
+  }
+  __host__ __device__ static constexpr int col_offset(int j) { return (j / kColGroup) * kColGroupStride + j % kColGroup; }
 };
 
 // 128×128, BK 8, 128 threads with 8×16 outputs each (128 accumulators), two blocks per SM.
@@ -114,6 +152,8 @@ using ConfigF32Large = TileConfig<float, 128, 8, 128, 4, 2>;
 // the machine; several blocks per SM.
 using ConfigF32Small = TileConfig<float, 64, 16, 256, 1, 3>;
 using ConfigF64 = TileConfig<double, 64, 8, 256, 1, 2>;
+// TF32 mode: the 128 tile on tensor cores, BK 16 (two k8 slices per step), two blocks per SM.
+using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
 
 template <typename T>
 struct Vec16;
@@ -152,6 +192,33 @@ __device__ __forceinline__ void load4_shared(const T* p, T* out) {
     const V v = *reinterpret_cast<const V*>(p + q);
     memcpy(out + q, &v, sizeof(V));
   }
+}
+
+/// Rounds a float to TF32 (round to nearest, ties away; the low 13 mantissa bits cleared),
+/// as the tensor cores read it. Applied once, when a tile is staged into shared memory.
+__device__ __forceinline__ float round_to_tf32(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
+  return __uint_as_float(bits);
+#else
+  return x;
+#endif
+}
+__device__ __forceinline__ double round_to_tf32(double x) { return x; }
+
+/// D = A·B + D for one m16n8k8 TF32 fragment (PTX ISA "mma.sync ... .tf32"): a[4], b[2] hold
+/// TF32 bit patterns, d[4] the float32 accumulators.
+__device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // the host never launches the MMA configuration below sm_80
+#endif
 }
 
 __device__ __forceinline__ bool pattern_allows(Pattern pattern, int outer, int k) {
@@ -300,8 +367,15 @@ struct OperandStager {
     }
   }
 
-  // Writes the staged vectors into the k-major shared tile [kKStep][kStride].
-  __device__ __forceinline__ static void store(T* tile, const StagedTile<Cfg>& staged) {
+  // Writes the staged vectors into the k-major shared tile [kKStep][kStride] (rounded to
+  // TF32 for the MMA loop, so each element is converted once per block, not per use).
+  __device__ __forceinline__ static void store(T* tile, StagedTile<Cfg>& staged) {
+    if constexpr (Cfg::kMma) {
+#pragma unroll
+      for (int p = 0; p < kLoads; ++p)
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) staged.value[p][j] = round_to_tf32(staged.value[p][j]);
+    }
     if (staged.along_k) {
 #pragma unroll
       for (int p = 0; p < kLoads; ++p)
@@ -317,29 +391,30 @@ struct OperandStager {
 };
 
 // =============================================================================================
-// Epilogue helpers: rows of 4 consecutive outputs, written with vectors when whole and aligned.
+// Epilogue helper: a run of W consecutive outputs of one row, written with one vector store
+// when whole, in bounds and aligned (W·sizeof(T) of 8 or 16 bytes), else element by element.
 // =============================================================================================
 
-template <class Cfg>
-__device__ __forceinline__ void store_segment(typename Cfg::Scalar* c, int64_t ldc, int row, int col, int n,
-                                              bool vector_ok, const typename Cfg::Scalar (&value)[4],
-                                              const bool (&write)[4]) {
-  using T = typename Cfg::Scalar;
-  using V = typename Vec16<T>::type;
-  constexpr int kVec = Cfg::kVec;
+template <typename T, int W>
+__device__ __forceinline__ void store_segment(T* c, int64_t ldc, int row, int col, int n, bool vector_ok,
+                                              const T (&value)[W], const bool (&write)[W]) {
   T* dst = c + static_cast<int64_t>(row) * ldc + col;
-  const bool all = write[0] && write[1] && write[2] && write[3];
-  if (all && vector_ok && col + 3 < n) {
+  bool all = col + W <= n;
 #pragma unroll
-    for (int q = 0; q < 4; q += kVec) {
+  for (int j = 0; j < W; ++j) all = all && write[j];
+  constexpr int kBytes = W * static_cast<int>(sizeof(T));
+  if constexpr (kBytes == 16 || kBytes == 8) {
+    using V = std::conditional_t<kBytes == 16, typename Vec16<T>::type,
+                                 std::conditional_t<sizeof(T) == 4, float2, double>>;
+    if (all && vector_ok) {
       V v;
-      memcpy(&v, value + q, sizeof(V));
-      *reinterpret_cast<V*>(dst + q) = v;
+      memcpy(&v, value, sizeof(V));
+      *reinterpret_cast<V*>(dst) = v;
+      return;
     }
-    return;
   }
 #pragma unroll
-  for (int j = 0; j < 4; ++j)
+  for (int j = 0; j < W; ++j)
     if (write[j] && col + j < n) dst[j] = value[j];
 }
 
@@ -358,28 +433,67 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
                                                StagedTile<Cfg>& staged_b,
                                                typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                               int thread_row, int thread_col,
                                                typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
-  if (has_next) {  // global loads in flight during this step's FFMAs
+  if (has_next) {  // global loads in flight during this step's multiply-adds
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
   }
-  const T* a_frag_base = a_tiles[buffer] + thread_row * 4;
-  const T* b_frag_base = b_tiles[buffer] + thread_col * 4;
+  const T* a_tile = a_tiles[buffer] + Cfg::row_base();
+  const T* b_tile = b_tiles[buffer] + Cfg::col_base();
+  if constexpr (Cfg::kMma) {
+    // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
+    // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
+    // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
+    const int t = threadIdx.x & 3;
+    const float* a_lane = a_tile + t * kStride;
+    const float* b_lane = b_tiles[buffer] + ((threadIdx.x >> 5) & 1) * 64 + ((threadIdx.x & 31) >> 2) + t * kStride;
 #pragma unroll
-  for (int kk = 0; kk < Cfg::kKStep; ++kk) {
-    T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
+    for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
+      uint32_t a_frag[4][4], b_frag[8][2];
 #pragma unroll
-    for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_frag_base + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
+      for (int mi = 0; mi < 4; ++mi) {
+        const float* p = a_lane + ks * kStride + mi * 16;
+        a_frag[mi][0] = __float_as_uint(p[0]);
+        a_frag[mi][1] = __float_as_uint(p[8]);
+        a_frag[mi][2] = __float_as_uint(p[4 * kStride]);
+        a_frag[mi][3] = __float_as_uint(p[4 * kStride + 8]);
+      }
 #pragma unroll
-    for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_frag_base + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
+      for (int ni = 0; ni < 8; ++ni) {
+        const float* p = b_lane + ks * kStride + ni * 8;
+        b_frag[ni][0] = __float_as_uint(p[0]);
+        b_frag[ni][1] = __float_as_uint(p[4 * kStride]);
+      }
 #pragma unroll
-    for (int i = 0; i < Cfg::kPerRow; ++i)
+      for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-      for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+        for (int ni = 0; ni < 8; ++ni) {
+          // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
+          float d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni],
+                        acc[2 * mi + 1][2 * ni + 1]};
+          mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
+          acc[2 * mi][2 * ni] = d[0];
+          acc[2 * mi][2 * ni + 1] = d[1];
+          acc[2 * mi + 1][2 * ni] = d[2];
+          acc[2 * mi + 1][2 * ni + 1] = d[3];
+        }
+    }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kKStep; ++kk) {
+      T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
+#pragma unroll
+      for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_tile + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
+#pragma unroll
+      for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_tile + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
+#pragma unroll
+      for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+        for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+    }
   }
   if (has_next) {
     // The other buffer was last read in the previous step, before its closing barrier.
@@ -422,12 +536,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   const GemmWorkItem item = args.items[blockIdx.x];
   const int tid = threadIdx.x;
-  // 8 warps as 4 (rows) × 2 (cols); a warp spans 4 thread rows × 8 thread cols, so one
-  // fragment read touches 4 (A) and 8 (B) consecutive 16-byte words.
-  const int warp = tid >> 5, lane = tid & 31;
-  constexpr int kWarpsPerRow = Cfg::kThreadCols / 8;
-  const int thread_row = (warp / kWarpsPerRow) * 4 + (lane >> 3);
-  const int thread_col = (warp % kWarpsPerRow) * 8 + (lane & 7);
   const int row0 = item.tile_row * kTile, col0 = item.tile_col * kTile;
 
   T acc[kPerRow][kPerCol];
@@ -449,7 +557,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     int buffer = 0;
 #pragma unroll 1
     while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
-                               thread_row, thread_col, acc)) {
+                               acc)) {
       buffer ^= 1;
     }
   }
@@ -500,48 +608,46 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // ---- epilogue: alpha and the output mask ----------------------------------------------
   const T alpha = args.alpha;
   const OutputMask mask = args.mask;
+  const int row_base = row0 + Cfg::row_base(), col_base = col0 + Cfg::col_base();
+  constexpr int kColGroup = Cfg::kColGroup;
 #pragma unroll
-  for (int gi = 0; gi < Cfg::kRowGroups; ++gi) {
+  for (int i = 0; i < kPerRow; ++i) {
+    const int row = row_base + Cfg::row_offset(i);
+    if (row >= args.m) continue;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = row0 + gi * Cfg::kRowSpacing + thread_row * 4 + i;
-      if (row >= args.m) continue;
+    for (int jg = 0; jg < kPerCol; jg += kColGroup) {
+      const int col = col_base + Cfg::col_offset(jg);
+      T value[kColGroup];
+      bool write[kColGroup];
 #pragma unroll
-      for (int gj = 0; gj < Cfg::kColGroups; ++gj) {
-        const int col = col0 + gj * Cfg::kColSpacing + thread_col * 4;
-        T value[4];
-        bool write[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          value[j] = alpha * acc[gi * 4 + i][gj * 4 + j];
-          write[j] = true;
-          if (mask == OutputMask::Upper && row > col + j) value[j] = T(0);
-          if (mask == OutputMask::Symmetric && row > col + j) write[j] = false;
-        }
-        store_segment<Cfg>(args.c, args.ldc, row, col, args.n, args.c_vector_ok, value, write);
+      for (int j = 0; j < kColGroup; ++j) {
+        value[j] = alpha * acc[i][jg + j];
+        write[j] = true;
+        if (mask == OutputMask::Upper && row > col + j) value[j] = T(0);
+        if (mask == OutputMask::Symmetric && row > col + j) write[j] = false;
       }
+      store_segment<T, kColGroup>(args.c, args.ldc, row, col, args.n, args.c_vector_ok, value, write);
     }
   }
   if (mask == OutputMask::Symmetric) {
-    // Mirror: column j of this thread's 4-row block becomes 4 consecutive entries of row j.
+    // Mirror: entry (row, col), row < col, also goes to (col, row). Where a thread's rows come
+    // in runs of consecutive indices (the FMA layout), a run becomes one segment of row col.
+    constexpr int kRun = Cfg::kRowElemStride == 1 ? Cfg::kRowGroup : 1;
 #pragma unroll
-    for (int gj = 0; gj < Cfg::kColGroups; ++gj) {
+    for (int j = 0; j < kPerCol; ++j) {
+      const int col = col_base + Cfg::col_offset(j);
+      if (col >= args.n) continue;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int col = col0 + gj * Cfg::kColSpacing + thread_col * 4 + j;
-        if (col >= args.n) continue;
+      for (int ig = 0; ig < kPerRow; ig += kRun) {
+        const int row = row_base + Cfg::row_offset(ig);
+        T value[kRun];
+        bool write[kRun];
 #pragma unroll
-        for (int gi = 0; gi < Cfg::kRowGroups; ++gi) {
-          const int row = row0 + gi * Cfg::kRowSpacing + thread_row * 4;
-          T value[4];
-          bool write[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            value[i] = alpha * acc[gi * 4 + i][gj * 4 + j];
-            write[i] = row + i < col;
-          }
-          store_segment<Cfg>(args.c, args.ldc, col, row, args.m, args.c_vector_ok, value, write);
+        for (int i = 0; i < kRun; ++i) {
+          value[i] = alpha * acc[ig + i][j];
+          write[i] = row + i < col;
         }
+        store_segment<T, kRun>(args.c, args.ldc, col, row, args.m, args.c_vector_ok, value, write);
       }
     }
   }
@@ -578,6 +684,8 @@ ConfigTraits traits_of(GemmTileConfig config) {
   switch (config) {
     case GemmTileConfig::Float32Large: return {ConfigF32Large::kTile, ConfigF32Large::kKStep, 4, 128, 0.85, 16};
     case GemmTileConfig::Float32Small: return {ConfigF32Small::kTile, ConfigF32Small::kKStep, 4, 128, 0.70, 8};
+    // Tensor cores: about 4× the FFMA rate per SM in multiply-adds (an estimate that ranks plans).
+    case GemmTileConfig::Float32Tf32: return {ConfigTf32::kTile, ConfigTf32::kKStep, 4, 512, 0.50, 8};
     case GemmTileConfig::Float64: return {ConfigF64::kTile, ConfigF64::kKStep, 8, 64, 0.85, 16};
   }
   return {};
@@ -691,6 +799,7 @@ const char* tile_config_name(GemmTileConfig config) {
   switch (config) {
     case GemmTileConfig::Float32Large: return "Float32Large";
     case GemmTileConfig::Float32Small: return "Float32Small";
+    case GemmTileConfig::Float32Tf32: return "Float32Tf32";
     case GemmTileConfig::Float64: return "Float64";
   }
   return "?";
@@ -776,6 +885,7 @@ int blocks_per_sm(GemmTileConfig config) {
   switch (config) {
     case GemmTileConfig::Float32Large: return blocks_per_sm_of<ConfigF32Large>();
     case GemmTileConfig::Float32Small: return blocks_per_sm_of<ConfigF32Small>();
+    case GemmTileConfig::Float32Tf32: return blocks_per_sm_of<ConfigTf32>();
     case GemmTileConfig::Float64: return blocks_per_sm_of<ConfigF64>();
   }
   return 1;
@@ -783,7 +893,7 @@ int blocks_per_sm(GemmTileConfig config) {
 
 // The plan depends on sizes, kinds, mask, dtype, device and schedule — not on trans, pointers
 // or alpha (those only change addressing), so products of one shape share an entry.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int>;
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, bool>;
 
 std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
 
@@ -799,6 +909,20 @@ struct PlanCache {
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;
 };
 
+/// True when `device` has the TF32 MMA instructions (sm_80 and newer). Otherwise TF32 mode
+/// runs the exact float32 kernel, and the first such product says so once on stderr.
+bool tensor_cores_usable(int device) {
+  int major = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major >= 8) return true;
+  static std::once_flag logged;
+  std::call_once(logged, [device] {
+    std::fprintf(stderr, "structgrad: cuda:%d has no TF32 tensor cores (compute capability below 8.0); "
+                         "float32 products run in exact float32\n", device);
+  });
+  return false;
+}
+
 PlanCache& plan_cache() {
   // Leaked on purpose: its device tables must not be freed during static destruction, after
   // the allocator and the CUDA runtime may be gone.
@@ -808,7 +932,8 @@ PlanCache& plan_cache() {
 
 const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const GemmSchedule schedule = gemm_schedule();
-  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule)};
+  const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
+  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule), tf32};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);
@@ -822,6 +947,8 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   auto entry = std::make_unique<CachedPlan>();
   if (dtype == DType::Float64) {
     entry->plan = plan_for(GemmTileConfig::Float64);
+  } else if (tf32) {
+    entry->plan = plan_for(GemmTileConfig::Float32Tf32);
   } else {
     // Both float32 configs are modelled in SM cycles; the small one wins where the large
     // tiles are too few (or too uneven) to fill every SM.
@@ -926,6 +1053,7 @@ void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
   switch (cached.plan.config) {
     case GemmTileConfig::Float32Large: launch_with<ConfigF32Large>(p, cached, device); break;
     case GemmTileConfig::Float32Small: launch_with<ConfigF32Small>(p, cached, device); break;
+    case GemmTileConfig::Float32Tf32: launch_with<ConfigTf32>(p, cached, device); break;
     case GemmTileConfig::Float64: launch_with<ConfigF64>(p, cached, device); break;
   }
 }

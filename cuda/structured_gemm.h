@@ -22,6 +22,7 @@ enum class GemmTileConfig : uint8_t {
   Float32Large,  ///< 128×128 tiles, BK 8, 128 threads × 8×16 outputs: the fast path for large problems
   Float32Small,  ///< 64×64 tiles, BK 16, 4×4 per thread: fills the machine on small problems
   Float64,       ///< 64×64 tiles, BK 8, 4×4 per thread
+  Float32Tf32,   ///< TF32 mode: 128×128 tiles, BK 16, 4 warps of 64×64 on tensor cores (mma.sync)
 };
 const char* tile_config_name(GemmTileConfig config);
 

@@ -36,6 +36,9 @@ struct GemmProblem {
   GemmOperand a, b;
   OutputMask mask = OutputMask::Full;
   double alpha = 1.0;
+  /// float32 only: the product may run on TF32 tensor cores (sg::set_matmul_precision);
+  /// float64 ignores it, and so does the CPU backend.
+  bool tf32 = false;
   const void* a_data = nullptr;
   const void* b_data = nullptr;
   void* c_data = nullptr;

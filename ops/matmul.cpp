@@ -12,6 +12,8 @@
 // for a Symmetric input the full product followed by (X + Xᵀ)/2.
 #include "ops/matmul.h"
 
+#include <atomic>
+
 #include "autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
@@ -24,6 +26,8 @@ using detail::OperandKind;
 using detail::OutputMask;
 
 namespace {
+
+std::atomic<Precision> current_precision{Precision::Float32};
 
 struct MatmulRule {
   Structure result;
@@ -84,6 +88,7 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   p.b = db;
   p.mask = mask;
   p.alpha = alpha;
+  p.tf32 = a.dtype() == DType::Float32 && matmul_precision() == Precision::TF32;
   p.a_data = a.data_ptr();
   p.b_data = b.data_ptr();
   p.c_data = c.data_ptr();
@@ -135,6 +140,10 @@ void check_matrix(const char* op, const char* what, const Tensor& t) {
 }
 
 }  // namespace
+
+void set_matmul_precision(Precision precision) { current_precision.store(precision); }
+
+Precision matmul_precision() { return current_precision.load(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_same_device_dtype("matmul", a, b);

@@ -72,6 +72,12 @@ if has bench; then
   [ -f $src/bench/torch_structured.py ] && PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/torch_structured.csv" > "$OUT/torch_structured.txt" 2>&1
   note "torch_structured rc=$?"
+  timeout 150 $build/bench/bench_gemm_cuda --tf32 --n ${SG_BENCH_N:-1024,2048,4096} \
+    --csv "$OUT/bench_gemm_cuda_tf32.csv" > "$OUT/bench_gemm_cuda_tf32.txt" 2>&1
+  note "bench_gemm_cuda --tf32 rc=$?"
+  PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --tf32 --n ${SG_BENCH_N:-1024,2048,4096} \
+    --csv "$OUT/torch_structured_tf32.csv" > "$OUT/torch_structured_tf32.txt" 2>&1
+  note "torch_structured --tf32 rc=$?"
   for ex in kernelbench_triu kernelbench_symmetric; do
     timeout 120 $build/examples/$ex --device cuda --steps 10 > "$OUT/$ex.txt" 2>&1
     note "$ex rc=$?"
@@ -97,7 +103,7 @@ if has anchors && [ -d .device/anchors ]; then
 fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
-for f in bench_gemm_cuda.txt torch_structured.txt kernelbench_triu.txt kernelbench_symmetric.txt train_step.txt \
+for f in bench_gemm_cuda.txt torch_structured.txt bench_gemm_cuda_tf32.txt torch_structured_tf32.txt kernelbench_triu.txt kernelbench_symmetric.txt train_step.txt \
     anchor_bench.txt torch_anchor.txt libtorch_anchor.txt; do
   [ -f "$OUT/$f" ] && { echo "---- $f"; tail -${SG_TAIL:-25} "$OUT/$f"; }
 done
