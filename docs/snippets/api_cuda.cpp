@@ -14,6 +14,10 @@ int main() {
   auto y = sg::matmul(U, x);                                  // queued on the library's stream
   auto back_on_host = y.to(sg::kCPU);                         // copies to the host synchronise
 
+  sg::set_matmul_precision(sg::Precision::TF32);              // float32 products on tensor cores (sm_80+)
+  auto approximate = sg::matmul(U, x);                        // relative error ~1e-3 instead of ~1e-6
+  sg::set_matmul_precision(sg::Precision::Float32);           // the default: exact float32
+
   if (device.is_cuda()) {
     sg::cuda::synchronize();                                  // wait for all queued work
     sg::AllocatorStats stats = sg::cuda::allocator_stats();
@@ -23,4 +27,5 @@ int main() {
   }
   const sg::AllocatorStats host = sg::host_memory_stats();    // host tensors' memory
   SG_CHECK(back_on_host.device() == sg::kCPU && host.bytes_in_use > 0, "cuda");
+  SG_CHECK(approximate.size(0) == 512 && sg::matmul_precision() == sg::Precision::Float32, "precision");
 }
