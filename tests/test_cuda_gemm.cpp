@@ -1,9 +1,8 @@
 // The CUDA structured GEMM against the CPU float64 reference (ops/cpu/reference_gemm.cpp):
 // every operand descriptor (Dense / Upper / Lower / Symmetric, stored transposed or not) on
 // each side, every output mask, sizes that are and are not tile multiples, rectangular Dense
-// operands, float32 and float64. Outputs are poisoned with NaN before each launch, so an
-// unwritten element fails; the storage outside an operand's structure holds random values
-// that a kernel must never use. Also the host planner's invariants (no GPU needed).
+// operands, float32, float64 and TF32, through the checks of gemm_check.h (poisoned outputs,
+// random values outside the structures). Also the host planner's invariants (no GPU needed).
 #include "test_util.h"
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_check.h"
 #include "ops/backend.h"
 #include "ops/cpu/cpu_gemm.h"
 #if defined(SG_WITH_CUDA)
@@ -23,184 +23,12 @@
 
 namespace {
 
-using sg::detail::GemmOperand;
+using namespace sgtest::gemm;
 using sg::detail::GemmProblem;
 using sg::detail::OperandKind;
 using sg::detail::OutputMask;
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
-
-/// The precision of the float32 instances: exact float32, or TF32 tensor cores. Set by the
-/// fixture for the whole test; square() copies it into each problem.
-bool g_tf32 = false;
-
-/// One operand descriptor: the structure of op(X) and whether X is stored transposed.
-struct Variant {
-  OperandKind kind;
-  bool trans;
-};
-const Variant kVariants[] = {{OperandKind::Dense, false}, {OperandKind::Dense, true},  {OperandKind::Upper, false},
-                             {OperandKind::Upper, true},  {OperandKind::Lower, false}, {OperandKind::Lower, true},
-                             {OperandKind::Symmetric, false}};
-
-const char* kind_name(OperandKind k) {
-  switch (k) {
-    case OperandKind::Dense: return "Dense";
-    case OperandKind::Upper: return "Upper";
-    case OperandKind::Lower: return "Lower";
-    case OperandKind::Symmetric: return "Symmetric";
-  }
-  return "?";
-}
-const char* mask_name(OutputMask m) {
-  return m == OutputMask::Full ? "Full" : m == OutputMask::Upper ? "Upper" : "Symmetric";
-}
-
-std::string describe(const GemmProblem& p, sg::DType dtype) {
-  return sg::detail::concat(sg::dtype_name(dtype), " m=", p.m, " n=", p.n, " k=", p.k, " A=", kind_name(p.a.kind),
-                            p.a.trans ? "^T" : "", " B=", kind_name(p.b.kind), p.b.trans ? "^T" : "",
-                            " mask=", mask_name(p.mask), " alpha=", p.alpha);
-}
-
-/// Random normal values (never zeros), fresh for every call.
-std::vector<double> random_values(int64_t count, std::mt19937_64& rng) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> v(static_cast<size_t>(count));
-  for (double& x : v) x = normal(rng);
-  return v;
-}
-
-/// The result of one checked product: relative Frobenius error and whether every element
-/// passed the elementwise bound, the mask's exact zeros and the bit-exact mirror.
-struct Checked {
-  double rel_error = 0;
-  std::string failure;  // empty when everything held
-};
-
-/// Runs C = alpha·op(A)·op(B) on cuda:0 with storages filled with random values (also
-/// outside the structures) and C poisoned with NaN, and compares with the float64 reference.
-Checked run_and_compare(GemmProblem p, sg::DType dtype, std::mt19937_64& rng) {
-  const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
-  const int64_t b_rows = p.b.trans ? p.n : p.k, b_cols = p.b.trans ? p.k : p.n;
-  const auto opts = sg::TensorOptions().dtype(dtype);
-  sg::Tensor a = sg::from_vector(random_values(a_rows * a_cols, rng), {a_rows, a_cols}, opts);
-  sg::Tensor b = sg::from_vector(random_values(b_rows * b_cols, rng), {b_rows, b_cols}, opts);
-  // The host reference reads the same (rounded) values the device gets.
-  GemmProblem host = p;
-  host.a_data = a.data_ptr();
-  host.b_data = b.data_ptr();
-  host.lda = a_cols;
-  host.ldb = b_cols;
-  host.ldc = p.n;
-  std::vector<double> reference(static_cast<size_t>(p.m * p.n));
-  sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
-
-  sg::Tensor a_dev = a.to(kCuda0), b_dev = b.to(kCuda0);
-  sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
-  c_dev.fill_(std::nan(""));
-  GemmProblem device = host;
-  device.a_data = a_dev.data_ptr();
-  device.b_data = b_dev.data_ptr();
-  device.c_data = c_dev.data_ptr();
-  sg::detail::backend_for(kCuda0).gemm(device, dtype);
-  const std::vector<double> c = c_dev.to_vector();
-
-  Checked out;
-  out.rel_error = sgtest::rel_error(c, reference);
-  double sum_sq = 0;
-  for (double r : reference) sum_sq += r * r;
-  const double rms = std::sqrt(sum_sq / std::max<size_t>(1, reference.size()));
-  // Elementwise: ten times the Frobenius bound, relative to the reference's rms, so a single
-  // wrong or unwritten element fails even where the Frobenius norm would hide it.
-  const double element_tol = (p.tf32 ? 2e-2 : dtype == sg::kFloat32 ? 1e-4 : 1e-11) * std::max(rms, 1e-30);
-  for (int64_t i = 0; i < p.m && out.failure.empty(); ++i) {
-    for (int64_t j = 0; j < p.n; ++j) {
-      const double x = c[i * p.n + j], r = reference[i * p.n + j];
-      if (!(std::abs(x - r) <= element_tol)) {
-        out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, ", reference ", r);
-        break;
-      }
-      if (p.mask == OutputMask::Upper && i > j && (x != 0.0 || std::signbit(x))) {
-        out.failure = sg::detail::concat("element (", i, ", ", j, ") below the diagonal is ", x, ", not +0");
-        break;
-      }
-      if (p.mask == OutputMask::Symmetric && i > j) {
-        const double mirror = c[j * p.n + i];
-        if (std::memcmp(&x, &mirror, sizeof(double)) != 0) {
-          out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, " is not the bit-exact mirror ", mirror);
-          break;
-        }
-      }
-    }
-  }
-  return out;
-}
-
-GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, double alpha = 1.0) {
-  GemmProblem p;
-  p.m = p.n = p.k = n;
-  p.a = {a.kind, a.trans};
-  p.b = {b.kind, b.trans};
-  p.mask = mask;
-  p.alpha = alpha;
-  p.tf32 = g_tf32;
-  return p;
-}
-
-/// Relative Frobenius error bound: exact float32 1e-5, float64 1e-12, TF32 2e-3 (issue 5).
-double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 : g_tf32 ? 2e-3 : 1e-5; }
-
-#define SG_EXPECT_PRODUCT(problem, dtype, rng)                                                       \
-  do {                                                                                               \
-    const Checked checked_ = run_and_compare((problem), (dtype), (rng));                             \
-    EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype));                 \
-    EXPECT_TRUE(checked_.failure.empty()) << describe((problem), (dtype)) << ": " << checked_.failure; \
-  } while (0)
-
-/// Every descriptor pair under the Full and Upper masks, and every A·Aᵀ-shaped pair (the
-/// products whose result is symmetric) under the Symmetric mask, at size n.
-void check_every_descriptor(int64_t n, sg::DType dtype, std::mt19937_64& rng) {
-  for (const Variant& a : kVariants) {
-    for (const Variant& b : kVariants) {
-      for (OutputMask mask : {OutputMask::Full, OutputMask::Upper}) {
-        // Dense·Dense with a Full mask is cuBLAS's, not the structured kernel's.
-        if (a.kind == OperandKind::Dense && b.kind == OperandKind::Dense && mask == OutputMask::Full) continue;
-        SG_EXPECT_PRODUCT(square(n, a, b, mask), dtype, rng);
-      }
-    }
-    // op(A)·op(A)ᵀ: the transpose of op(A) as B flips the trans flag and Upper <-> Lower.
-    Variant b = a;
-    if (a.kind != OperandKind::Symmetric) {
-      b.trans = !a.trans;
-      b.kind = a.kind == OperandKind::Upper ? OperandKind::Lower
-               : a.kind == OperandKind::Lower ? OperandKind::Upper
-                                              : OperandKind::Dense;
-    }
-    // The symmetric-mask product must read one buffer as both operands.
-    GemmProblem p = square(n, a, b, OutputMask::Symmetric, 2.0);
-    const int64_t rows = n, cols = n;
-    const auto opts = sg::TensorOptions().dtype(dtype);
-    sg::Tensor x = sg::from_vector(random_values(rows * cols, rng), {rows, cols}, opts);
-    std::vector<double> reference(static_cast<size_t>(n * n));
-    GemmProblem host = p;
-    host.a_data = host.b_data = x.data_ptr();
-    host.lda = host.ldb = host.ldc = n;
-    sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
-    sg::Tensor x_dev = x.to(kCuda0);
-    sg::Tensor c_dev = sg::Tensor::empty({n, n}, opts.device(kCuda0));
-    c_dev.fill_(std::nan(""));
-    GemmProblem device = host;
-    device.a_data = device.b_data = x_dev.data_ptr();
-    device.c_data = c_dev.data_ptr();
-    sg::detail::backend_for(kCuda0).gemm(device, dtype);
-    const std::vector<double> c = c_dev.to_vector();
-    EXPECT_LE(sgtest::rel_error(c, reference), tolerance(dtype)) << describe(p, dtype);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < i; ++j)
-        ASSERT_EQ(std::memcmp(&c[i * n + j], &c[j * n + i], sizeof(double)), 0)
-            << describe(p, dtype) << ": (" << i << ", " << j << ") is not the mirror";
-  }
-}
 
 /// float32 (exact), float64, and float32 in TF32 mode.
 struct GemmPrecision {
@@ -237,7 +65,7 @@ std::vector<int64_t> sweep_sizes() {
 
 TEST_P(CudaGemm, EveryDescriptorAndMaskAtSmallSizes) {
   std::mt19937_64 rng(1);
-  for (int64_t n : sweep_sizes()) check_every_descriptor(n, dtype(), rng);
+  for (int64_t n : sweep_sizes()) check_every_descriptor(kCuda0, n, dtype(), rng);
 }
 
 TEST_P(CudaGemm, RectangularDenseOperandsBesideStructuredOnes) {
@@ -250,50 +78,29 @@ TEST_P(CudaGemm, RectangularDenseOperandsBesideStructuredOnes) {
         // Structured(n×n) · Dense(n×m)
         GemmProblem left = square(n, s, {OperandKind::Dense, dense_trans}, OutputMask::Full, 0.5);
         left.n = m;
-        SG_EXPECT_PRODUCT(left, dtype, rng);
+        SG_EXPECT_PRODUCT(kCuda0, left, dtype, rng);
         // Dense(m×n) · Structured(n×n)
         GemmProblem right = square(n, {OperandKind::Dense, dense_trans}, s, OutputMask::Full);
         right.m = m;
-        SG_EXPECT_PRODUCT(right, dtype, rng);
+        SG_EXPECT_PRODUCT(kCuda0, right, dtype, rng);
       }
     }
     // Dense·Dense with an Upper mask over a rectangular inner dimension (triu(G·Bᵀ) shapes).
     GemmProblem masked = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper);
     masked.k = m;
-    SG_EXPECT_PRODUCT(masked, dtype, rng);
+    SG_EXPECT_PRODUCT(kCuda0, masked, dtype, rng);
   }
-}
-
-// The products matmul, linear and gram issue (forward and backward, DESIGN §5) at n = 1000,
-// 1024 and 4096, each once, float32 and float64.
-std::vector<GemmProblem> matmul_table_products(int64_t n) {
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant sym{OperandKind::Symmetric, false};
-  return {
-      square(n, upper, upper, OutputMask::Upper),      // Upper·Upper forward
-      square(n, upper, lower_t, OutputMask::Upper),    // dA = triu(G·Bᵀ), G upper
-      square(n, lower_t, upper, OutputMask::Upper),    // dB = triu(Aᵀ·G)
-      square(n, upper, dense, OutputMask::Full),       // Upper·Dense forward
-      square(n, dense, dense_t, OutputMask::Upper),    // its dA = triu(G·Bᵀ)
-      square(n, lower_t, dense, OutputMask::Full),     // its dB = Aᵀ·G
-      square(n, sym, dense, OutputMask::Full),         // Sym·Dense forward and its dB = A·G
-      square(n, dense, sym, OutputMask::Full),         // Dense·Sym forward; Sym·Sym dA = G·B
-      square(n, sym, sym, OutputMask::Full),           // Sym·Sym forward
-      square(n, dense, lower_t, OutputMask::Full),     // linear(x, U) = x·Uᵀ
-      square(n, dense_t, upper, OutputMask::Upper),    // Dense·Upper dB = triu(Aᵀ·G)
-  };
 }
 
 TEST_P(CudaGemm, LargeMatmulTableProductsAt1000And1024) {
   std::mt19937_64 rng(3);
   for (int64_t n : {1000, 1024})
-    for (const GemmProblem& p : matmul_table_products(n)) SG_EXPECT_PRODUCT(p, dtype(), rng);
+    for (const GemmProblem& p : matmul_table_products(n)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
 }
 
 TEST_P(CudaGemm, LargeMatmulTableProductsAt4096) {
   std::mt19937_64 rng(4);
-  for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(p, dtype(), rng);
+  for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
 }
 
 TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {

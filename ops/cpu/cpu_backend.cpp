@@ -7,6 +7,7 @@
 #include "ops/backend.h"
 #include "ops/cpu/cpu_gemm.h"
 #include "ops/functors.h"
+#include "ops/optim_math.h"
 
 namespace sg::detail {
 namespace {
@@ -205,25 +206,25 @@ class CpuBackend final : public Backend {
   }
 
   void gemm(const GemmProblem& p, DType dtype) override {
+    // Dense·Dense through Eigen's GEMM; every structured product through the blocked
+    // structured GEMM (tile skipping, k-ranges). reference_gemm stays the tests' oracle.
     const bool dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
     if (dense) cpu::dense_gemm(p, dtype);
-    else cpu::reference_gemm(p, dtype);  // the blocked fast path replaces this when it lands
+    else cpu::blocked_gemm(p, dtype);
   }
 
+  // The optimizer math is ops/optim_math.h's, shared with the CUDA kernels.
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override {
     dispatch_dtype(param.dtype(), [&](auto zero) {
       using T = decltype(zero);
       T* p = ptr<T>(param);
       const T* g = ptr<T>(grad);
       T* buf = momentum_buf.defined() ? ptr<T>(momentum_buf) : nullptr;
+      const SgdCoefficients<T> c = sgd_coefficients<T>(h);
       const int64_t n = param.numel();
       for (int64_t i = 0; i < n; ++i) {
-        T d = g[i] + static_cast<T>(h.weight_decay) * p[i];
-        if (buf) {
-          buf[i] = h.first_step ? d : static_cast<T>(h.momentum) * buf[i] + static_cast<T>(1 - h.dampening) * d;
-          d = h.nesterov ? d + static_cast<T>(h.momentum) * buf[i] : buf[i];
-        }
-        p[i] -= static_cast<T>(h.lr) * d;
+        T unused = T(0);
+        p[i] = sgd_update<T>(p[i], g[i], buf ? buf[i] : unused, c);
       }
     });
   }
@@ -236,18 +237,9 @@ class CpuBackend final : public Backend {
       const T* g = ptr<T>(grad);
       T* m = ptr<T>(exp_avg);
       T* v = ptr<T>(exp_avg_sq);
-      const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
-      const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
+      const AdamCoefficients<T> c = adam_coefficients<T>(h);
       const int64_t n = param.numel();
-      for (int64_t i = 0; i < n; ++i) {
-        T gi = g[i];
-        if (h.decoupled_weight_decay) p[i] *= static_cast<T>(1 - h.lr * h.weight_decay);
-        else gi += static_cast<T>(h.weight_decay) * p[i];
-        m[i] = static_cast<T>(h.beta1) * m[i] + static_cast<T>(1 - h.beta1) * gi;
-        v[i] = static_cast<T>(h.beta2) * v[i] + static_cast<T>(1 - h.beta2) * gi * gi;
-        const T denom = std::sqrt(v[i] / static_cast<T>(bc2)) + static_cast<T>(h.eps);
-        p[i] -= static_cast<T>(h.lr) * (m[i] / static_cast<T>(bc1)) / denom;
-      }
+      for (int64_t i = 0; i < n; ++i) adam_update<T>(p[i], g[i], m[i], v[i], c);
     });
   }
 };

@@ -1,0 +1,221 @@
+// Shared by the structured-GEMM tests of both backends (test_cpu_gemm.cpp, test_cuda_gemm.cpp):
+// operand descriptors, random inputs that are never zero (also outside the structures, where
+// a kernel must never read), NaN-poisoned outputs, and the comparison with the float64
+// reference of ops/cpu/reference_gemm.cpp (Frobenius and elementwise bounds, exact zeros
+// below the diagonal of an Upper mask, a bit-exact mirror for the Symmetric mask).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/backend.h"
+#include "ops/cpu/cpu_gemm.h"
+#include "test_util.h"
+
+namespace sgtest::gemm {
+
+using sg::detail::GemmOperand;
+using sg::detail::GemmProblem;
+using sg::detail::OperandKind;
+using sg::detail::OutputMask;
+
+/// The precision of the float32 instances: exact float32, or TF32 tensor cores. Set by the
+/// fixture for the whole test; square() copies it into each problem.
+inline bool g_tf32 = false;
+
+/// One operand descriptor: the structure of op(X) and whether X is stored transposed.
+struct Variant {
+  OperandKind kind;
+  bool trans;
+};
+inline const Variant kVariants[] = {{OperandKind::Dense, false}, {OperandKind::Dense, true},  {OperandKind::Upper, false},
+                             {OperandKind::Upper, true},  {OperandKind::Lower, false}, {OperandKind::Lower, true},
+                             {OperandKind::Symmetric, false}};
+
+inline const char* kind_name(OperandKind k) {
+  switch (k) {
+    case OperandKind::Dense: return "Dense";
+    case OperandKind::Upper: return "Upper";
+    case OperandKind::Lower: return "Lower";
+    case OperandKind::Symmetric: return "Symmetric";
+  }
+  return "?";
+}
+inline const char* mask_name(OutputMask m) {
+  return m == OutputMask::Full ? "Full" : m == OutputMask::Upper ? "Upper" : "Symmetric";
+}
+
+inline std::string describe(const GemmProblem& p, sg::DType dtype) {
+  return sg::detail::concat(sg::dtype_name(dtype), " m=", p.m, " n=", p.n, " k=", p.k, " A=", kind_name(p.a.kind),
+                            p.a.trans ? "^T" : "", " B=", kind_name(p.b.kind), p.b.trans ? "^T" : "",
+                            " mask=", mask_name(p.mask), " alpha=", p.alpha);
+}
+
+/// Random normal values (never zeros), fresh for every call.
+inline std::vector<double> random_values(int64_t count, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> v(static_cast<size_t>(count));
+  for (double& x : v) x = normal(rng);
+  return v;
+}
+
+/// The result of one checked product: relative Frobenius error and whether every element
+/// passed the elementwise bound, the mask's exact zeros and the bit-exact mirror.
+struct Checked {
+  double rel_error = 0;
+  std::string failure;  // empty when everything held
+};
+
+/// Runs C = alpha·op(A)·op(B) through `device`'s backend with storages filled with random
+/// values (also outside the structures) and C poisoned with NaN, and compares with the
+/// float64 reference.
+inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng) {
+  const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
+  const int64_t b_rows = p.b.trans ? p.n : p.k, b_cols = p.b.trans ? p.k : p.n;
+  const auto opts = sg::TensorOptions().dtype(dtype);
+  sg::Tensor a = sg::from_vector(random_values(a_rows * a_cols, rng), {a_rows, a_cols}, opts);
+  sg::Tensor b = sg::from_vector(random_values(b_rows * b_cols, rng), {b_rows, b_cols}, opts);
+  // The host reference reads the same (rounded) values the device gets.
+  GemmProblem host = p;
+  host.a_data = a.data_ptr();
+  host.b_data = b.data_ptr();
+  host.lda = a_cols;
+  host.ldb = b_cols;
+  host.ldc = p.n;
+  std::vector<double> reference(static_cast<size_t>(p.m * p.n));
+  sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
+
+  sg::Tensor a_dev = a.to(device).clone(), b_dev = b.to(device).clone();
+  sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n}, opts.device(device));
+  c_dev.fill_(std::nan(""));
+  GemmProblem on_device = host;
+  on_device.a_data = a_dev.data_ptr();
+  on_device.b_data = b_dev.data_ptr();
+  on_device.c_data = c_dev.data_ptr();
+  sg::detail::backend_for(device).gemm(on_device, dtype);
+  const std::vector<double> c = c_dev.to_vector();
+
+  Checked out;
+  out.rel_error = sgtest::rel_error(c, reference);
+  double sum_sq = 0;
+  for (double r : reference) sum_sq += r * r;
+  const double rms = std::sqrt(sum_sq / std::max<size_t>(1, reference.size()));
+  // Elementwise: ten times the Frobenius bound, relative to the reference's rms, so a single
+  // wrong or unwritten element fails even where the Frobenius norm would hide it.
+  const double element_tol = (p.tf32 ? 2e-2 : dtype == sg::kFloat32 ? 1e-4 : 1e-11) * std::max(rms, 1e-30);
+  for (int64_t i = 0; i < p.m && out.failure.empty(); ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      const double x = c[i * p.n + j], r = reference[i * p.n + j];
+      if (!(std::abs(x - r) <= element_tol)) {
+        out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, ", reference ", r);
+        break;
+      }
+      if (p.mask == OutputMask::Upper && i > j && (x != 0.0 || std::signbit(x))) {
+        out.failure = sg::detail::concat("element (", i, ", ", j, ") below the diagonal is ", x, ", not +0");
+        break;
+      }
+      if (p.mask == OutputMask::Symmetric && i > j) {
+        const double mirror = c[j * p.n + i];
+        if (std::memcmp(&x, &mirror, sizeof(double)) != 0) {
+          out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, " is not the bit-exact mirror ", mirror);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+inline GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, double alpha = 1.0) {
+  GemmProblem p;
+  p.m = p.n = p.k = n;
+  p.a = {a.kind, a.trans};
+  p.b = {b.kind, b.trans};
+  p.mask = mask;
+  p.alpha = alpha;
+  p.tf32 = g_tf32;
+  return p;
+}
+
+/// Relative Frobenius error bound: exact float32 1e-5, float64 1e-12, TF32 2e-3 (issue 5).
+inline double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 : g_tf32 ? 2e-3 : 1e-5; }
+
+#define SG_EXPECT_PRODUCT(device, problem, dtype, rng)                                               \
+  do {                                                                                               \
+    const Checked checked_ = run_and_compare((device), (problem), (dtype), (rng));                   \
+    EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype));                 \
+    EXPECT_TRUE(checked_.failure.empty()) << describe((problem), (dtype)) << ": " << checked_.failure; \
+  } while (0)
+
+/// Every descriptor pair under the Full and Upper masks, and every A·Aᵀ-shaped pair (the
+/// products whose result is symmetric) under the Symmetric mask, at size n.
+inline void check_every_descriptor(sg::Device device, int64_t n, sg::DType dtype, std::mt19937_64& rng) {
+  for (const Variant& a : kVariants) {
+    for (const Variant& b : kVariants) {
+      for (OutputMask mask : {OutputMask::Full, OutputMask::Upper}) {
+        // Dense·Dense with a Full mask is cuBLAS's, not the structured kernel's.
+        if (a.kind == OperandKind::Dense && b.kind == OperandKind::Dense && mask == OutputMask::Full) continue;
+        SG_EXPECT_PRODUCT(device, square(n, a, b, mask), dtype, rng);
+      }
+    }
+    // op(A)·op(A)ᵀ: the transpose of op(A) as B flips the trans flag and Upper <-> Lower.
+    Variant b = a;
+    if (a.kind != OperandKind::Symmetric) {
+      b.trans = !a.trans;
+      b.kind = a.kind == OperandKind::Upper ? OperandKind::Lower
+               : a.kind == OperandKind::Lower ? OperandKind::Upper
+                                              : OperandKind::Dense;
+    }
+    // The symmetric-mask product must read one buffer as both operands.
+    GemmProblem p = square(n, a, b, OutputMask::Symmetric, 2.0);
+    const int64_t rows = n, cols = n;
+    const auto opts = sg::TensorOptions().dtype(dtype);
+    sg::Tensor x = sg::from_vector(random_values(rows * cols, rng), {rows, cols}, opts);
+    std::vector<double> reference(static_cast<size_t>(n * n));
+    GemmProblem host = p;
+    host.a_data = host.b_data = x.data_ptr();
+    host.lda = host.ldb = host.ldc = n;
+    sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
+    sg::Tensor x_dev = x.to(device).clone();
+    sg::Tensor c_dev = sg::Tensor::empty({n, n}, opts.device(device));
+    c_dev.fill_(std::nan(""));
+    GemmProblem on_device = host;
+    on_device.a_data = on_device.b_data = x_dev.data_ptr();
+    on_device.c_data = c_dev.data_ptr();
+    sg::detail::backend_for(device).gemm(on_device, dtype);
+    const std::vector<double> c = c_dev.to_vector();
+    EXPECT_LE(sgtest::rel_error(c, reference), tolerance(dtype)) << describe(p, dtype);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < i; ++j)
+        ASSERT_EQ(std::memcmp(&c[i * n + j], &c[j * n + i], sizeof(double)), 0)
+            << describe(p, dtype) << ": (" << i << ", " << j << ") is not the mirror";
+  }
+}
+
+
+// The products matmul, linear and gram issue (forward and backward, DESIGN §5) at n = 1000,
+// 1024 and 4096 (CUDA) or 1000 (CPU), each once.
+inline std::vector<GemmProblem> matmul_table_products(int64_t n) {
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant sym{OperandKind::Symmetric, false};
+  return {
+      square(n, upper, upper, OutputMask::Upper),      // Upper·Upper forward
+      square(n, upper, lower_t, OutputMask::Upper),    // dA = triu(G·Bᵀ), G upper
+      square(n, lower_t, upper, OutputMask::Upper),    // dB = triu(Aᵀ·G)
+      square(n, upper, dense, OutputMask::Full),       // Upper·Dense forward
+      square(n, dense, dense_t, OutputMask::Upper),    // its dA = triu(G·Bᵀ)
+      square(n, lower_t, dense, OutputMask::Full),     // its dB = Aᵀ·G
+      square(n, sym, dense, OutputMask::Full),         // Sym·Dense forward and its dB = A·G
+      square(n, dense, sym, OutputMask::Full),         // Dense·Sym forward; Sym·Sym dA = G·B
+      square(n, sym, sym, OutputMask::Full),           // Sym·Sym forward
+      square(n, dense, lower_t, OutputMask::Full),     // linear(x, U) = x·Uᵀ
+      square(n, dense_t, upper, OutputMask::Upper),    // Dense·Upper dB = triu(Aᵀ·G)
+  };
+}
+
+}  // namespace sgtest::gemm
