@@ -161,9 +161,13 @@ inline GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, doub
 /// Relative Frobenius error bound: exact float32 1e-5, float64 1e-12, TF32 2e-3 (issue 5).
 inline double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 : g_tf32 ? 2e-3 : 1e-5; }
 
+/// The largest relative error seen since the last reset (tests print it: the measured figure).
+inline double g_max_rel_error = 0;
+
 #define SG_EXPECT_PRODUCT(device, problem, dtype, rng)                                               \
   do {                                                                                               \
     const Checked checked_ = run_and_compare((device), (problem), (dtype), (rng));                   \
+    ::sgtest::gemm::g_max_rel_error = std::max(::sgtest::gemm::g_max_rel_error, checked_.rel_error); \
     EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype));                 \
     EXPECT_TRUE(checked_.failure.empty()) << describe((problem), (dtype)) << ": " << checked_.failure; \
   } while (0)
