@@ -259,6 +259,7 @@ void Bench::run_size(int64_t n) {
   p.b = {sg::detail::OperandKind::Upper, false};
   p.mask = sg::detail::OutputMask::Upper;
   p.lda = p.ldb = p.ldc = n;
+  p.tf32 = options_.tf32;
   std::printf("  plan of upper·upper: %s\n", sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).summary().c_str());
   (void)uu;
 }
