@@ -25,3 +25,4 @@
 #include "nn/module.h"
 #include "io/npy.h"
 #include "io/checkpoint.h"
+#include "distributed/distributed.h"

@@ -5,7 +5,7 @@
 find_package(Doxygen QUIET)
 if(DOXYGEN_FOUND)
   set(SG_DOCS_INPUT "${CMAKE_SOURCE_DIR}/structgrad.h")
-  foreach(dir core autograd ops nn io)
+  foreach(dir core autograd ops nn io distributed)
     if(EXISTS "${CMAKE_SOURCE_DIR}/${dir}")
       string(APPEND SG_DOCS_INPUT " ${CMAKE_SOURCE_DIR}/${dir}")
     endif()
