@@ -180,7 +180,7 @@ void Bench::run_size(int64_t n) {
     add(n, workload, "structgrad", ms, flops);
     return ms;
   };
-  const double uu = forward("upper·upper fwd", n3 / 3, [&](int r) {
+  forward("upper·upper fwd", n3 / 3, [&](int r) {
     return sg::matmul(sg::UpperTriangular(upper_a[r % sets]), sg::UpperTriangular(upper_b[r % sets]));
   });
   add(n, "upper·upper fwd", "cuBLAS STRMM", strmm, n3 / 3);
@@ -192,33 +192,47 @@ void Bench::run_size(int64_t n) {
     add(n, "upper·upper fwd", name, time([&](int r) { sg::matmul(upper_a[r % sets], upper_b[r % sets]); }), n3 / 3);
     sg::detail::cuda::set_gemm_schedule(GemmSchedule::Balanced);
   }
-  forward("upper·dense fwd", n3, [&](int r) { return sg::matmul(upper_a[r % sets], dense_b[r % sets]); });
-  add(n, "upper·dense fwd", "cuBLAS STRMM", strmm, n3);
-  forward("sym·dense fwd", 2 * n3, [&](int r) { return sg::matmul(sym_a[r % sets], dense_b[r % sets]); });
-  add(n, "sym·dense fwd", "cuBLAS SSYMM", ssymm, 2 * n3);
-  add(n, "sym·dense fwd", "cuBLAS SGEMM", sgemm, 2 * n3);
-  forward("dense·sym fwd", 2 * n3, [&](int r) { return sg::matmul(dense_a[r % sets], sym_b[r % sets]); });
-  forward("sym·sym fwd", 2 * n3, [&](int r) { return sg::matmul(sym_a[r % sets], sym_b[r % sets]); });
-  add(n, "sym·sym fwd", "cuBLAS SGEMM", sgemm, 2 * n3);
+  // Every other structure pair, forward; the useful multiply-adds of op(A)·op(B) are n³ times
+  // the fraction each structure keeps (Upper ½, Dense and Symmetric 1; Upper·Upper ⅙).
+  const char* names[3] = {"dense", "upper", "sym"};
+  std::vector<sg::Tensor>* lhs[3] = {&dense_a, &upper_a, &sym_a};
+  std::vector<sg::Tensor>* rhs[3] = {&dense_b, &upper_b, &sym_b};
+  auto mac_fraction = [](int a, int b) { return a == 1 && b == 1 ? 1.0 / 6 : (a == 1 ? 0.5 : 1.0) * (b == 1 ? 0.5 : 1.0); };
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 3; ++b) {
+      if (a == 1 && b == 1) continue;  // above, with its schedule ablation
+      const std::string workload = std::string(names[a]) + "·" + names[b] + " fwd";
+      const double flops = 2 * n3 * mac_fraction(a, b);
+      forward(workload.c_str(), flops, [&](int r) { return sg::matmul((*lhs[a])[r % sets], (*rhs[b])[r % sets]); });
+      add(n, workload, "cuBLAS SGEMM", sgemm, flops);
+      if (a == 1 && b == 0) add(n, workload, "cuBLAS STRMM", strmm, flops);
+      if (a == 2 && b == 0) add(n, workload, "cuBLAS SSYMM", ssymm, flops);
+    }
+  }
   forward("gram a·aᵀ", n3, [&](int r) { return sg::gram(dense_a[r % sets]); });
   add(n, "gram a·aᵀ", "cuBLAS SSYRK", ssyrk, n3);
   add(n, "gram a·aᵀ", "cuBLAS SGEMM", sgemm, n3);
-  forward("dense·dense fwd", 2 * n3, [&](int r) { return sg::matmul(dense_a[r % sets], dense_b[r % sets]); });
 
   // ---- ours, forward + backward through autograd ----------------------------------------
-  auto forward_backward = [&](const char* workload, double flops, std::vector<sg::Tensor>& as,
-                              std::vector<sg::Tensor>& bs) {
+  // Useful flops: the forward's, once more for dA and once more for dB (each gradient product
+  // keeps the structure of its input: triu(G·Bᵀ) for Upper A, and so on).
+  auto forward_backward = [&](const std::string& workload, double flops, std::vector<sg::Tensor>& as,
+                              std::vector<sg::Tensor>* bs) {
     std::vector<sg::Tensor> a_leaves, b_leaves;
     for (int s = 0; s < sets; ++s) {
       a_leaves.push_back(as[s].detach().requires_grad_());
-      b_leaves.push_back(bs[s].detach().requires_grad_());
+      if (bs) b_leaves.push_back((*bs)[s].detach().requires_grad_());
     }
     const double ms = time([&](int r) {
       sg::Tensor& a = a_leaves[r % sets];
-      sg::Tensor& b = b_leaves[r % sets];
-      sg::matmul(a, b).backward(grad_out);
+      if (bs) {
+        sg::Tensor& b = b_leaves[r % sets];
+        sg::matmul(a, b).backward(grad_out);
+        b.zero_grad();
+      } else {
+        sg::Tensor(sg::gram(a)).backward(grad_out);
+      }
       a.zero_grad();
-      b.zero_grad();
     });
     add(n, workload, "structgrad", ms, flops);
     return ms;
@@ -228,12 +242,22 @@ void Bench::run_size(int64_t n) {
       SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, g == 1 ? CUBLAS_OP_T : CUBLAS_OP_N, ni, ni, ni, &one,
                                   ptr(dense_a[r % sets]), ld, ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
   });
-  forward_backward("upper·upper fwd+bwd", n3, upper_a, upper_b);
-  add(n, "upper·upper fwd+bwd", "cuBLAS 3×SGEMM", dense_fwd_bwd, n3);
-  forward_backward("sym·dense fwd+bwd", 6 * n3, sym_a, dense_b);
-  add(n, "sym·dense fwd+bwd", "cuBLAS 3×SGEMM", dense_fwd_bwd, 6 * n3);
-  forward_backward("sym·sym fwd+bwd", 6 * n3, sym_a, sym_b);
-  add(n, "sym·sym fwd+bwd", "cuBLAS 3×SGEMM", dense_fwd_bwd, 6 * n3);
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 3; ++b) {
+      const std::string workload = std::string(names[a]) + "·" + names[b] + " fwd+bwd";
+      const double flops = 3 * 2 * n3 * mac_fraction(a, b);
+      forward_backward(workload, flops, *lhs[a], rhs[b]);
+      add(n, workload, "cuBLAS 3×SGEMM", dense_fwd_bwd, flops);
+    }
+  }
+  // gram: forward n³ useful flops (one triangle), backward dA = 2·G·a with G symmetric: 2n³.
+  forward_backward("gram a·aᵀ fwd+bwd", 3 * n3, dense_a, nullptr);
+  const double dense_gram_fwd_bwd = time([&](int r) {  // a·aᵀ and G·a as two SGEMMs
+    for (int g = 0; g < 2; ++g)
+      SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, g == 0 ? CUBLAS_OP_T : CUBLAS_OP_N, ni, ni, ni, &one,
+                                  ptr(dense_a[r % sets]), ld, ptr(dense_a[r % sets]), ld, &zero, ptr(out), ld));
+  });
+  add(n, "gram a·aᵀ fwd+bwd", "cuBLAS 2×SGEMM", dense_gram_fwd_bwd, 3 * n3);
 
   // ---- float64 Upper·Upper (the gradcheck precision) against cuBLAS DGEMM ---------------
   {
@@ -261,7 +285,6 @@ void Bench::run_size(int64_t n) {
   p.lda = p.ldb = p.ldc = n;
   p.tf32 = options_.tf32;
   std::printf("  plan of upper·upper: %s\n", sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).summary().c_str());
-  (void)uu;
 }
 
 void Bench::print_table() const {

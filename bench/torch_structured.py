@@ -56,42 +56,53 @@ def main():
             rows.append((n, workload, ms, flops / (ms * 1e9)))
             print(f"  N={n} {workload:28s} {ms:9.3f} ms  {flops / (ms * 1e9):7.2f} useful TFLOP/s", flush=True)
 
+        # Every structure pair as a PyTorch user writes it: plain tensors holding the upper or
+        # symmetric values, dense products (triu of the result for upper·upper), dense gradients.
+        names = ["dense", "upper", "sym"]
+        dense2 = [torch.randn(n, n, device=dev) for _ in range(sets)]
+
+        def operand(kind, side, r):
+            s = r % sets
+            if kind == 0:
+                return sym[s][2] if side == 0 else dense2[s]
+            if kind == 1:
+                return upper[s][side]
+            return sym[s][side]
+
+        def mac_fraction(a, b):
+            if a == 1 and b == 1:
+                return 1.0 / 6
+            return (0.5 if a == 1 else 1.0) * (0.5 if b == 1 else 1.0)
+
         with torch.no_grad():
-            add("upper·upper fwd", lambda r: torch.triu(upper[r % sets][0] @ upper[r % sets][1]), n3 / 3)
-            add("upper·dense fwd", lambda r: upper[r % sets][0] @ sym[r % sets][2], n3)
-            add("sym·dense fwd", lambda r: sym[r % sets][0] @ sym[r % sets][2], 2 * n3)
-            add("sym·sym fwd", lambda r: sym[r % sets][0] @ sym[r % sets][1], 2 * n3)
+            for a in range(3):
+                for b in range(3):
+                    flops = 2 * n3 * mac_fraction(a, b)
+                    if a == 1 and b == 1:
+                        add("upper·upper fwd", lambda r: torch.triu(operand(1, 0, r) @ operand(1, 1, r)), flops)
+                    else:
+                        add(f"{names[a]}·{names[b]} fwd", lambda r, a=a, b=b: operand(a, 0, r) @ operand(b, 1, r), flops)
             add("gram a·aᵀ", lambda r: sym[r % sets][2] @ sym[r % sets][2].T, n3)
-            add("dense·dense fwd", lambda r: sym[r % sets][2] @ upper[r % sets][0], 2 * n3)
 
-        # Forward + backward as the anchor (../shared/anchors/torch_anchor.py) writes it: the
-        # structured matrices are plain leaves, so PyTorch returns dense gradients.
-        leaves = [(upper[s][0].clone().requires_grad_(), upper[s][1].clone().requires_grad_(),
-                   sym[s][0].clone().requires_grad_(), sym[s][1].clone().requires_grad_(),
-                   sym[s][2].clone().requires_grad_()) for s in range(sets)]
+        leaves = [[[operand(k, side, s).clone().requires_grad_() for side in range(2)] for k in range(3)]
+                  for s in range(sets)]
 
-        def uu(r):
-            a, b = leaves[r % sets][0], leaves[r % sets][1]
-            torch.triu(a @ b).backward(grad)
-            a.grad = None
-            b.grad = None
+        for a in range(3):
+            for b in range(3):
+                def step(r, a=a, b=b):
+                    x, y = leaves[r % sets][a][0], leaves[r % sets][b][1]
+                    c = x @ y
+                    (torch.triu(c) if a == 1 and b == 1 else c).backward(grad)
+                    x.grad = None
+                    y.grad = None
+                add(f"{names[a]}·{names[b]} fwd+bwd", step, 3 * 2 * n3 * mac_fraction(a, b))
 
-        def sd(r):
-            s, d = leaves[r % sets][2], leaves[r % sets][4]
-            (s @ d).backward(grad)
-            s.grad = None
-            d.grad = None
-
-        def ss(r):
-            s, t = leaves[r % sets][2], leaves[r % sets][3]
-            (s @ t).backward(grad)
-            s.grad = None
-            t.grad = None
-
-        add("upper·upper fwd+bwd", uu, n3)
-        add("sym·dense fwd+bwd", sd, 6 * n3)
-        add("sym·sym fwd+bwd", ss, 6 * n3)
-        del upper, sym, leaves
+        def gram_step(r):
+            x = leaves[r % sets][0][0]
+            (x @ x.T).backward(grad)
+            x.grad = None
+        add("gram a·aᵀ fwd+bwd", gram_step, 3 * n3)
+        del upper, sym, leaves, dense2
         torch.cuda.empty_cache()
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}, tf32={args.tf32}")
     if args.csv:

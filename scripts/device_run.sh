@@ -31,7 +31,7 @@ fi
 
 if has test; then
   t0=$(date +%s)
-  (cd $build && timeout ${SG_TEST_TIMEOUT:-300} ctest -j4 --output-on-failure --timeout 280 > "$OUT/ctest.log" 2>&1)
+  (cd $build && timeout ${SG_TEST_TIMEOUT:-300} ctest -j4 -V --timeout 280 > "$OUT/ctest.log" 2>&1)
   rc=$?
   note "ctest rc=$rc ($(( $(date +%s) - t0 ))s): $(grep -E 'tests passed' "$OUT/ctest.log")"
   grep -E "\(Failed\)|\(Timeout\)|Skipped" "$OUT/ctest.log" | head -30
@@ -81,6 +81,13 @@ if has bench; then
   for ex in kernelbench_triu kernelbench_symmetric; do
     timeout 120 $build/examples/$ex --device cuda --steps 10 > "$OUT/$ex.txt" 2>&1
     note "$ex rc=$?"
+  done
+  # The training examples on the GPU, each asserting its final metric (exit code).
+  for ex in "gaussian_precision --n 16 --samples 20000 --steps 200 --max-error 0.05" \
+      "quadratic_form --n 8 --steps 300" "triangular_flow --steps 1500"; do
+    name=${ex%% *}
+    timeout 120 $build/examples/$ex --device cuda >> "$OUT/examples_cuda.txt" 2>&1
+    note "$ex --device cuda rc=$? ($(tail -1 "$OUT/examples_cuda.txt"))"
   done
 fi
 
