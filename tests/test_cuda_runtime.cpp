@@ -14,17 +14,6 @@ namespace {
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sg::Error& e) {
-    return e.what();
-  }
-  return "(no sg::Error thrown)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // ---- runtime: works on every machine -----------------------------------------------------
 
 TEST(CudaRuntime, DeviceSpecsParseWithoutAGpu) {
@@ -49,17 +38,17 @@ TEST(CudaRuntime, AvailabilityMatchesDeviceCount) {
 TEST(CudaRuntime, MissingDeviceIsNamed) {
   const int missing = sg::cuda::device_count();  // one past the last device
   const sg::Device device(sg::DeviceType::CUDA, missing);
-  const std::string message = message_of([&] { sg::Storage storage(64, device); });
+  const std::string message = sgtest::message_of([&] { sg::Storage storage(64, device); });
   if (!sg::cuda::built_with_cuda()) {
-    EXPECT_TRUE(contains(message, "structgrad was built without CUDA")) << message;
+    EXPECT_TRUE(sgtest::contains(message, "structgrad was built without CUDA")) << message;
     return;
   }
   const std::string expected_name = "cuda:" + std::to_string(missing) + " is not available: ";
-  EXPECT_TRUE(contains(message, expected_name)) << message;
+  EXPECT_TRUE(sgtest::contains(message, expected_name)) << message;
   if (missing == 0) {
-    EXPECT_TRUE(contains(message, "no CUDA device found")) << message;
+    EXPECT_TRUE(sgtest::contains(message, "no CUDA device found")) << message;
   } else {
-    EXPECT_TRUE(contains(message, std::to_string(missing) + " CUDA device(s) found")) << message;
+    EXPECT_TRUE(sgtest::contains(message, std::to_string(missing) + " CUDA device(s) found")) << message;
   }
   EXPECT_THROW(sg::cuda::allocator_stats(missing), sg::Error);
   EXPECT_THROW(sg::zeros({2, 2}, device), sg::Error);
@@ -72,7 +61,7 @@ TEST(CudaRuntime, WithoutCudaEveryDeviceCallSaysSo) {
                                                    [] { sg::cuda::allocator_stats(); },
                                                    [] { sg::cuda::device_name(); },
                                                    [] { sg::zeros({2}, kCuda0); }}) {
-    EXPECT_TRUE(contains(message_of(f), "structgrad was built without CUDA"));
+    EXPECT_TRUE(sgtest::contains(sgtest::message_of(f), "structgrad was built without CUDA"));
   }
   EXPECT_NO_THROW(sg::cuda::empty_cache());
 }
@@ -139,10 +128,10 @@ TEST(CudaAllocator, EmptyCacheReturnsCachedBlocks) {
 TEST(CudaAllocator, OutOfMemoryThrowsClearErrorAndAllocatorRecovers) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const size_t one_tib = size_t{1} << 40;
-  const std::string message = message_of([&] { sg::Storage huge(one_tib, kCuda0); });
-  EXPECT_TRUE(contains(message, "out of memory")) << message;
-  EXPECT_TRUE(contains(message, "1099511627776 bytes (1024.00 GiB)")) << message;
-  EXPECT_TRUE(contains(message, "on cuda:0")) << message;
+  const std::string message = sgtest::message_of([&] { sg::Storage huge(one_tib, kCuda0); });
+  EXPECT_TRUE(sgtest::contains(message, "out of memory")) << message;
+  EXPECT_TRUE(sgtest::contains(message, "1099511627776 bytes (1024.00 GiB)")) << message;
+  EXPECT_TRUE(sgtest::contains(message, "on cuda:0")) << message;
   // Still usable: a fresh allocation and a real computation succeed.
   sg::Storage small(size_t{1} << 20, kCuda0);
   EXPECT_NE(small.data, nullptr);
@@ -188,10 +177,10 @@ TEST_P(CudaKernels, StructureCheckNamesTheFirstOffendingEntry) {
   values[60 * n + 2] = 7.0;  // later in row-major order
   values[40 * n + 39] = 5.0;  // the first violation
   auto x = sg::from_vector(values, {n, n}, cpu()).to(kCuda0);
-  const std::string upper = message_of([&] { sg::as_upper(x); });
-  EXPECT_TRUE(contains(upper, "entry (40, 39) = 5")) << upper;
-  const std::string symmetric = message_of([&] { sg::as_symmetric(x); });
-  EXPECT_TRUE(contains(symmetric, "entry (0, 1) = 2 differs from entry (1, 0) = 0")) << symmetric;
+  const std::string upper = sgtest::message_of([&] { sg::as_upper(x); });
+  EXPECT_TRUE(sgtest::contains(upper, "entry (40, 39) = 5")) << upper;
+  const std::string symmetric = sgtest::message_of([&] { sg::as_symmetric(x); });
+  EXPECT_TRUE(sgtest::contains(symmetric, "entry (0, 1) = 2 differs from entry (1, 0) = 0")) << symmetric;
   // -0.0 below the diagonal is zero; a symmetric matrix passes.
   values.assign(n * n, 0.0);
   values[5 * n + 1] = -0.0;

@@ -19,17 +19,6 @@ namespace dist = sg::distributed;
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sg::Error& e) {
-    return e.what();
-  }
-  return "(no sg::Error thrown)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 /// For one scope: unsets every variable sg::distributed reads, sets the given ones, and
 /// restores the previous environment afterwards.
 class ScopedEnv {
@@ -96,41 +85,41 @@ TEST(DistributedEnv, LocalRankDefaultsToRankAndOneRankNeedsNoIdFile) {
 
 TEST(DistributedEnv, MissingVariablesNameThemAndTheLauncher) {
   const std::string no_rank = env_error({{"WORLD_SIZE", "2"}, {"SG_DIST_ID_FILE", "/tmp/id"}});
-  EXPECT_TRUE(contains(no_rank, "environment variable RANK is not set")) << no_rank;
-  EXPECT_TRUE(contains(no_rank, "scripts/launch.sh")) << no_rank;
+  EXPECT_TRUE(sgtest::contains(no_rank, "environment variable RANK is not set")) << no_rank;
+  EXPECT_TRUE(sgtest::contains(no_rank, "scripts/launch.sh")) << no_rank;
   const std::string no_world = env_error({{"RANK", "0"}});
-  EXPECT_TRUE(contains(no_world, "environment variable WORLD_SIZE is not set")) << no_world;
+  EXPECT_TRUE(sgtest::contains(no_world, "environment variable WORLD_SIZE is not set")) << no_world;
   const std::string empty_rank = env_error({{"RANK", ""}, {"WORLD_SIZE", "1"}});
-  EXPECT_TRUE(contains(empty_rank, "RANK is not set")) << empty_rank;
+  EXPECT_TRUE(sgtest::contains(empty_rank, "RANK is not set")) << empty_rank;
   const std::string no_file = env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}});
-  EXPECT_TRUE(contains(no_file, "SG_DIST_ID_FILE")) << no_file;
-  EXPECT_TRUE(contains(no_file, "WORLD_SIZE is 2")) << no_file;
+  EXPECT_TRUE(sgtest::contains(no_file, "SG_DIST_ID_FILE")) << no_file;
+  EXPECT_TRUE(sgtest::contains(no_file, "WORLD_SIZE is 2")) << no_file;
 }
 
 TEST(DistributedEnv, OutOfRangeValuesAreClearErrors) {
   const std::string zero_world = env_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}});
-  EXPECT_TRUE(contains(zero_world, "WORLD_SIZE must be at least 1, got 0")) << zero_world;
+  EXPECT_TRUE(sgtest::contains(zero_world, "WORLD_SIZE must be at least 1, got 0")) << zero_world;
   const std::string negative_world = env_error({{"RANK", "0"}, {"WORLD_SIZE", "-2"}});
-  EXPECT_TRUE(contains(negative_world, "WORLD_SIZE must be at least 1, got -2")) << negative_world;
+  EXPECT_TRUE(sgtest::contains(negative_world, "WORLD_SIZE must be at least 1, got -2")) << negative_world;
   const std::string rank_too_big = env_error({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"SG_DIST_ID_FILE", "/tmp/id"}});
-  EXPECT_TRUE(contains(rank_too_big, "RANK must be in [0, WORLD_SIZE) = [0, 2), got 2")) << rank_too_big;
+  EXPECT_TRUE(sgtest::contains(rank_too_big, "RANK must be in [0, WORLD_SIZE) = [0, 2), got 2")) << rank_too_big;
   const std::string negative_rank = env_error({{"RANK", "-1"}, {"WORLD_SIZE", "2"}, {"SG_DIST_ID_FILE", "/tmp/id"}});
-  EXPECT_TRUE(contains(negative_rank, "got -1")) << negative_rank;
+  EXPECT_TRUE(sgtest::contains(negative_rank, "got -1")) << negative_rank;
   const std::string negative_local = env_error({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "-1"}});
-  EXPECT_TRUE(contains(negative_local, "LOCAL_RANK must be at least 0, got -1")) << negative_local;
+  EXPECT_TRUE(sgtest::contains(negative_local, "LOCAL_RANK must be at least 0, got -1")) << negative_local;
   const std::string bad_timeout = env_error({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"SG_DIST_TIMEOUT", "0"}});
-  EXPECT_TRUE(contains(bad_timeout, "timeout must be a positive number of seconds")) << bad_timeout;
+  EXPECT_TRUE(sgtest::contains(bad_timeout, "timeout must be a positive number of seconds")) << bad_timeout;
 }
 
 TEST(DistributedEnv, NonIntegersAreRejectedNotTruncated) {
   const std::string word = env_error({{"RANK", "zero"}, {"WORLD_SIZE", "1"}});
-  EXPECT_TRUE(contains(word, "RANK='zero' is not an integer")) << word;
+  EXPECT_TRUE(sgtest::contains(word, "RANK='zero' is not an integer")) << word;
   const std::string trailing = env_error({{"RANK", "0"}, {"WORLD_SIZE", "2x"}});
-  EXPECT_TRUE(contains(trailing, "WORLD_SIZE='2x' is not an integer")) << trailing;
+  EXPECT_TRUE(sgtest::contains(trailing, "WORLD_SIZE='2x' is not an integer")) << trailing;
   const std::string huge = env_error({{"RANK", "0"}, {"WORLD_SIZE", "99999999999"}});
-  EXPECT_TRUE(contains(huge, "is not an integer")) << huge;
+  EXPECT_TRUE(sgtest::contains(huge, "is not an integer")) << huge;
   const std::string timeout = env_error({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"SG_DIST_TIMEOUT", "soon"}});
-  EXPECT_TRUE(contains(timeout, "SG_DIST_TIMEOUT='soon'")) << timeout;
+  EXPECT_TRUE(sgtest::contains(timeout, "SG_DIST_TIMEOUT='soon'")) << timeout;
 }
 
 // ---- before init(), and builds without NCCL: every build, no GPU -----------------------------
@@ -159,9 +148,9 @@ TEST(DistributedApi, CallsBeforeInitThrowClearErrors) {
       {"DataParallel", [&] { dist::DataParallel dp({t}); }},
   };
   for (const auto& [name, call] : calls) {
-    const std::string message = message_of(call);
-    EXPECT_TRUE(contains(message, expected)) << name << ": " << message;
-    EXPECT_TRUE(contains(message, "distributed")) << name << ": " << message;
+    const std::string message = sgtest::message_of(call);
+    EXPECT_TRUE(sgtest::contains(message, expected)) << name << ": " << message;
+    EXPECT_TRUE(sgtest::contains(message, "distributed")) << name << ": " << message;
   }
   EXPECT_NO_THROW(dist::finalize());  // a no-op when nothing was initialised
   EXPECT_FALSE(dist::is_initialized());
@@ -170,15 +159,15 @@ TEST(DistributedApi, CallsBeforeInitThrowClearErrors) {
 TEST(DistributedApi, InitWithABadEnvironmentFailsBeforeAnyCudaCall) {
   // Runs on machines without a GPU: the environment is validated first.
   ScopedEnv env({{"WORLD_SIZE", "2"}, {"SG_DIST_ID_FILE", "/tmp/id"}});
-  const std::string message = message_of([] { dist::init(); });
+  const std::string message = sgtest::message_of([] { dist::init(); });
   if (dist::built_with_nccl()) {
-    EXPECT_TRUE(contains(message, "environment variable RANK is not set")) << message;
+    EXPECT_TRUE(sgtest::contains(message, "environment variable RANK is not set")) << message;
   } else {
-    EXPECT_TRUE(contains(message, "structgrad was built without NCCL")) << message;
+    EXPECT_TRUE(sgtest::contains(message, "structgrad was built without NCCL")) << message;
   }
   EXPECT_FALSE(dist::is_initialized());
-  const std::string bad_options = message_of([] { dist::init(dist::Options{3, 2, 0, "/tmp/id", 10}); });
-  EXPECT_TRUE(contains(bad_options, dist::built_with_nccl() ? "RANK must be in [0, WORLD_SIZE) = [0, 2), got 3"
+  const std::string bad_options = sgtest::message_of([] { dist::init(dist::Options{3, 2, 0, "/tmp/id", 10}); });
+  EXPECT_TRUE(sgtest::contains(bad_options, dist::built_with_nccl() ? "RANK must be in [0, WORLD_SIZE) = [0, 2), got 3"
                                                             : "structgrad was built without NCCL"))
       << bad_options;
   EXPECT_FALSE(dist::is_initialized());
@@ -189,8 +178,8 @@ TEST(DistributedApi, InitOnAMissingDeviceNamesIt) {
   // LOCAL_RANK 64 exists on no machine: on CPU-only machines and GPU machines alike the error
   // names the device before NCCL is touched.
   ScopedEnv env({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "64"}});
-  const std::string message = message_of([] { dist::init(); });
-  EXPECT_TRUE(contains(message, "cuda:64 is not available")) << message;
+  const std::string message = sgtest::message_of([] { dist::init(); });
+  EXPECT_TRUE(sgtest::contains(message, "cuda:64 is not available")) << message;
   EXPECT_FALSE(dist::is_initialized());
 }
 
@@ -213,8 +202,8 @@ TEST_F(DistributedOneRank, KnowsItsPlace) {
   EXPECT_EQ(dist::world_size(), 1);
   EXPECT_EQ(dist::local_rank(), 0);
   EXPECT_EQ(dist::device(), kCuda0);
-  const std::string again = message_of([] { dist::init(dist::Options{0, 1, 0, "", 60}); });
-  EXPECT_TRUE(contains(again, "already initialized")) << again;
+  const std::string again = sgtest::message_of([] { dist::init(dist::Options{0, 1, 0, "", 60}); });
+  EXPECT_TRUE(sgtest::contains(again, "already initialized")) << again;
   EXPECT_NO_THROW(dist::barrier());
 }
 
@@ -245,23 +234,23 @@ TEST_F(DistributedOneRank, AllReduceAndBroadcastAreTheIdentity) {
 
 TEST_F(DistributedOneRank, BadTensorsAreClearErrors) {
   sg::Tensor on_cpu = sg::zeros({3});
-  const std::string cpu = message_of([&] { dist::all_reduce(on_cpu); });
-  EXPECT_TRUE(contains(cpu, "all_reduce: expected a tensor on cuda:0 (this process's device), got one on cpu")) << cpu;
+  const std::string cpu = sgtest::message_of([&] { dist::all_reduce(on_cpu); });
+  EXPECT_TRUE(sgtest::contains(cpu, "all_reduce: expected a tensor on cuda:0 (this process's device), got one on cpu")) << cpu;
   sg::Tensor undefined;
-  const std::string none = message_of([&] { dist::broadcast(undefined, 0); });
-  EXPECT_TRUE(contains(none, "broadcast: the tensor is undefined")) << none;
+  const std::string none = sgtest::message_of([&] { dist::broadcast(undefined, 0); });
+  EXPECT_TRUE(sgtest::contains(none, "broadcast: the tensor is undefined")) << none;
   sg::Tensor x = sg::zeros({3}, kCuda0);
-  const std::string root = message_of([&] { dist::broadcast(x, 1); });
-  EXPECT_TRUE(contains(root, "root 1 is not a rank of this job (1 ranks)")) << root;
+  const std::string root = sgtest::message_of([&] { dist::broadcast(x, 1); });
+  EXPECT_TRUE(sgtest::contains(root, "root 1 is not a rank of this job (1 ranks)")) << root;
   sg::Tensor param = sg::zeros({3}, sg::TensorOptions().device(kCuda0).requires_grad());
-  const std::string leaf = message_of([&] { dist::all_reduce(param); });
-  EXPECT_TRUE(contains(leaf, "use sg::NoGradGuard")) << leaf;
+  const std::string leaf = sgtest::message_of([&] { dist::all_reduce(param); });
+  EXPECT_TRUE(sgtest::contains(leaf, "use sg::NoGradGuard")) << leaf;
   sg::NoGradGuard no_grad;
   EXPECT_NO_THROW(dist::all_reduce(param));
   if (sg::cuda::device_count() > 1) {
     sg::Tensor elsewhere = sg::zeros({3}, sg::Device(sg::DeviceType::CUDA, 1));
-    const std::string other = message_of([&] { dist::all_reduce(elsewhere); });
-    EXPECT_TRUE(contains(other, "got one on cuda:1")) << other;
+    const std::string other = sgtest::message_of([&] { dist::all_reduce(elsewhere); });
+    EXPECT_TRUE(sgtest::contains(other, "got one on cuda:1")) << other;
   }
 }
 
@@ -307,14 +296,14 @@ TEST_F(DistributedOneRank, DataParallelLeavesOneRanksGradientsUnchanged) {
   EXPECT_EQ(from_module.parameters().size(), model.parameters().size());
   EXPECT_EQ(from_module.num_buckets(), 1u);  // 25 MB default cap, one dtype
   sg::Tensor on_cpu = sg::zeros({2}, sg::TensorOptions().requires_grad());
-  const std::string cpu = message_of([&] { dist::DataParallel bad({on_cpu}); });
-  EXPECT_TRUE(contains(cpu, "parameter 0 is on cpu, expected cuda:0")) << cpu;
+  const std::string cpu = sgtest::message_of([&] { dist::DataParallel bad({on_cpu}); });
+  EXPECT_TRUE(sgtest::contains(cpu, "parameter 0 is on cpu, expected cuda:0")) << cpu;
 }
 
 TEST_F(DistributedOneRank, FinalizeThenInitAgainThroughARendezvousFile) {
   dist::finalize();
   EXPECT_FALSE(dist::is_initialized());
-  EXPECT_TRUE(contains(message_of([] { (void)dist::rank(); }), "not initialized"));
+  EXPECT_TRUE(sgtest::contains(sgtest::message_of([] { (void)dist::rank(); }), "not initialized"));
   // One rank through the file protocol: rank 0 writes the id, then removes it once joined.
   const std::string id_file = ::testing::TempDir() + "sg_dist_id_" + std::to_string(::getpid());
   (void)std::remove(id_file.c_str());
@@ -326,8 +315,8 @@ TEST_F(DistributedOneRank, FinalizeThenInitAgainThroughARendezvousFile) {
   FILE* stale = std::fopen(id_file.c_str(), "w");
   ASSERT_NE(stale, nullptr);
   std::fclose(stale);
-  const std::string message = message_of([&] { dist::init(dist::Options{0, 1, 0, id_file, 60}); });
-  EXPECT_TRUE(contains(message, "already exists")) << message;
+  const std::string message = sgtest::message_of([&] { dist::init(dist::Options{0, 1, 0, id_file, 60}); });
+  EXPECT_TRUE(sgtest::contains(message, "already exists")) << message;
   EXPECT_FALSE(dist::is_initialized());
   (void)std::remove(id_file.c_str());
   dist::init(dist::Options{0, 1, 0, "", 60});  // TearDown finalizes

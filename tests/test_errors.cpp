@@ -6,15 +6,6 @@
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sg::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 class ErrorsOnDevice : public ::testing::TestWithParam<sg::Device> {
  protected:
   void SetUp() override { SG_SKIP_IF_UNAVAILABLE(GetParam()); }
@@ -24,21 +15,21 @@ TEST_P(ErrorsOnDevice, MessagesNameOpAndOperands) {
   const sg::Device dev = GetParam();
   auto a = sg::randn({2, 5}, dev), b = sg::randn({3, 7}, dev);
   const auto a_before = a.to_vector(), b_before = b.to_vector();
-  EXPECT_EQ(message_of([&] { sg::matmul(a, b); }), "matmul: shapes [2, 5] and [3, 7] cannot be multiplied");
-  EXPECT_EQ(message_of([&] { sg::add(a, b); }), "add: shapes [2, 5] and [3, 7] cannot be broadcast");
-  EXPECT_EQ(message_of([&] { sg::matmul(a, sg::randn({5, 2}, sg::TensorOptions().dtype(sg::kFloat64).device(dev))); }),
+  EXPECT_EQ(sgtest::message_of([&] { sg::matmul(a, b); }), "matmul: shapes [2, 5] and [3, 7] cannot be multiplied");
+  EXPECT_EQ(sgtest::message_of([&] { sg::add(a, b); }), "add: shapes [2, 5] and [3, 7] cannot be broadcast");
+  EXPECT_EQ(sgtest::message_of([&] { sg::matmul(a, sg::randn({5, 2}, sg::TensorOptions().dtype(sg::kFloat64).device(dev))); }),
             "matmul: expected both operands of one dtype, got float32 and float64");
-  EXPECT_EQ(message_of([&] { (a * 2.0).backward(); }),
+  EXPECT_EQ(sgtest::message_of([&] { (a * 2.0).backward(); }),
             "backward: the tensor does not require grad (no input of the ops that produced it requires grad)");
-  EXPECT_EQ(message_of([&] { a.item(); }), "item: expected a tensor with one element, got shape [2, 5]");
-  EXPECT_EQ(message_of([&] { sg::triu(a); }), "triu: expected a square matrix, got shape [2, 5]");
-  EXPECT_EQ(message_of([&] { sg::reshape(a, {3, 3}); }), "reshape: shape [3, 3] is invalid for input of shape [2, 5]");
-  EXPECT_EQ(message_of([&] { sg::mse_loss(a, b); }),
+  EXPECT_EQ(sgtest::message_of([&] { a.item(); }), "item: expected a tensor with one element, got shape [2, 5]");
+  EXPECT_EQ(sgtest::message_of([&] { sg::triu(a); }), "triu: expected a square matrix, got shape [2, 5]");
+  EXPECT_EQ(sgtest::message_of([&] { sg::reshape(a, {3, 3}); }), "reshape: shape [3, 3] is invalid for input of shape [2, 5]");
+  EXPECT_EQ(sgtest::message_of([&] { sg::mse_loss(a, b); }),
             "mse_loss: prediction of shape [2, 5] and target of shape [3, 7] differ");
   auto x = sg::randn({2, 2}, dev).requires_grad_();
   auto y = sg::sum(x * x);
   y.backward();
-  EXPECT_NE(message_of([&] { y.backward(); }).find("backward: the record of 'sum' was consumed"), std::string::npos);
+  EXPECT_NE(sgtest::message_of([&] { y.backward(); }).find("backward: the record of 'sum' was consumed"), std::string::npos);
   EXPECT_EQ(a.to_vector(), a_before);
   EXPECT_EQ(b.to_vector(), b_before);
 }
@@ -46,13 +37,13 @@ TEST_P(ErrorsOnDevice, MessagesNameOpAndOperands) {
 TEST(Errors, MixedDevicesNameBoth) {
   SG_SKIP_IF_UNAVAILABLE(sg::kCUDA);
   auto a = sg::randn({2, 2}), b = sg::randn({2, 2}, sg::kCUDA);
-  EXPECT_EQ(message_of([&] { sg::matmul(a, b); }), "matmul: expected both operands on one device, got cpu and cuda:0");
-  EXPECT_EQ(message_of([&] { sg::add(a, b); }), "add: expected both operands on one device, got cpu and cuda:0");
+  EXPECT_EQ(sgtest::message_of([&] { sg::matmul(a, b); }), "matmul: expected both operands on one device, got cpu and cuda:0");
+  EXPECT_EQ(sgtest::message_of([&] { sg::add(a, b); }), "add: expected both operands on one device, got cpu and cuda:0");
 }
 
 TEST(Errors, CudaWithoutDeviceIsClear) {
   if (sg::cuda::is_available()) GTEST_SKIP() << "a CUDA device exists here";
-  const std::string m = message_of([] { sg::zeros({2}, sg::kCUDA); });
+  const std::string m = sgtest::message_of([] { sg::zeros({2}, sg::kCUDA); });
   EXPECT_TRUE(m.find("cuda") != std::string::npos || m.find("CUDA") != std::string::npos) << m;
 }
 

@@ -35,16 +35,6 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   ASSERT_TRUE(out.good()) << "could not write " << path;
 }
 
-/// The sg::Error message of `f`, or a marker when it does not throw one.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sg::Error& e) {
-    return e.what();
-  }
-  return "<no sg::Error thrown>";
-}
-
 ::testing::AssertionResult contains_all(const std::string& message, std::initializer_list<std::string> parts) {
   for (const std::string& part : parts)
     if (message.find(part) == std::string::npos)
@@ -354,7 +344,7 @@ TEST_F(IoTest, TruncatedDataNamesFileShapeAndSizes) {
   std::string bytes = read_bytes(path("data.npy"));
   bytes.resize(128 + 20);
   write_bytes(path("data.npy"), bytes);
-  EXPECT_EQ(error_of([&] { sg::load_npy(path("data.npy")); }),
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npy(path("data.npy")); }),
             "load_npy: " + path("data.npy") +
                 " is truncated: header says [3, 4] float32 (48 bytes), file has 20 after the 128-byte header");
 }
@@ -405,7 +395,7 @@ TEST_F(IoTest, CorruptNpyFilesGiveClearErrors) {
   };
   for (const Case& c : cases) {
     write_bytes(path(c.name), c.bytes);
-    const std::string message = error_of([&] { sg::load_npy(path(c.name)); });
+    const std::string message = sgtest::message_of([&] { sg::load_npy(path(c.name)); });
     EXPECT_TRUE(contains_all(message, {"load_npy: " + path(c.name)})) << c.name;
     for (const std::string& part : c.expected) EXPECT_TRUE(contains_all(message, {part})) << c.name;
   }
@@ -414,11 +404,11 @@ TEST_F(IoTest, CorruptNpyFilesGiveClearErrors) {
 }
 
 TEST_F(IoTest, MissingFilesAndUnwritablePathsAreNamed) {
-  EXPECT_EQ(error_of([&] { sg::load_npy(path("absent.npy")); }), "load_npy: no such file: " + path("absent.npy"));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::load_npy(dir_.string()); }), {"is a directory"}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::save_npy(path("no/such/dir/x.npy"), sg::ones({2})); }),
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npy(path("absent.npy")); }), "load_npy: no such file: " + path("absent.npy"));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(dir_.string()); }), {"is a directory"}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npy(path("no/such/dir/x.npy"), sg::ones({2})); }),
                            {"save_npy: cannot open " + path("no/such/dir/x.npy") + " for writing"}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::save_npy(path("u.npy"), sg::Tensor()); }), {"save_npy", "undefined"}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npy(path("u.npy"), sg::Tensor()); }), {"save_npy", "undefined"}));
   EXPECT_FALSE(fs::exists(path("u.npy")));
   // A failed save leaves no temporary file behind.
   EXPECT_TRUE(fs::is_empty(dir_));
@@ -489,7 +479,7 @@ TEST_F(IoTest, CorruptNpzFilesGiveClearErrors) {
   const std::string file = "load_npz: " + path("bad.npz");
   auto load_bad = [&](const std::string& bytes) {
     write_bytes(path("bad.npz"), bytes);
-    return error_of([&] { sg::load_npz(path("bad.npz")); });
+    return sgtest::message_of([&] { sg::load_npz(path("bad.npz")); });
   };
 
   EXPECT_TRUE(contains_all(load_bad(ok.substr(0, ok.size() - 30)),
@@ -534,11 +524,11 @@ TEST_F(IoTest, CorruptNpzFilesGiveClearErrors) {
 
 TEST_F(IoTest, SaveNpzRejectsBadNames) {
   const sg::Tensor x = sg::ones({2});
-  EXPECT_TRUE(contains_all(error_of([&] { sg::save_npz(path("a.npz"), {{"x", x}, {"x", x}}); }),
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npz(path("a.npz"), {{"x", x}, {"x", x}}); }),
                            {"save_npz: the name 'x' appears twice"}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::save_npz(path("a.npz"), {{"", x}}); }),
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npz(path("a.npz"), {{"", x}}); }),
                            {"save_npz: the name of tensor 0", "is empty"}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::save_npz(path("a.npz"), {{"x", x}, {"y", sg::Tensor()}}); }),
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npz(path("a.npz"), {{"x", x}, {"y", sg::Tensor()}}); }),
                            {"save_npz: tensor 'y'", "is undefined"}));
   EXPECT_FALSE(fs::exists(path("a.npz")));
 }
@@ -622,7 +612,7 @@ TEST_F(IoTest, LoadStateDictChecksEverythingBeforeWriting) {
     return s;
   };
   auto load_error = [&](const std::vector<std::pair<std::string, sg::Tensor>>& s) {
-    return error_of([&] { net.load_state_dict(s); });
+    return sgtest::message_of([&] { net.load_state_dict(s); });
   };
 
   auto missing = good;
@@ -763,24 +753,24 @@ TEST_F(IoTest, OptimizerLoadRejectsMismatchedState) {
   TinyNet net, other;
   sg::optim::Adam adam(net.parameters(), {});
   sg::optim::SGD sgd(net.parameters(), {.momentum = 0.9});
-  EXPECT_TRUE(contains_all(error_of([&] { sgd.load_state_dict(adam.state_dict()); }),
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sgd.load_state_dict(adam.state_dict()); }),
                            {"SGD::load_state_dict: the state dict has no 'sgd.lr'", "is it from another optimizer?"}));
   sg::optim::Adam small({net.flow->weight}, {});
-  EXPECT_EQ(error_of([&] { small.load_state_dict(adam.state_dict()); }),
+  EXPECT_EQ(sgtest::message_of([&] { small.load_state_dict(adam.state_dict()); }),
             "Adam::load_state_dict: the state dict is for 5 parameters, this optimizer has 1");
   auto state = adam.state_dict();
   for (auto& [name, t] : state)
     if (name == "adam.exp_avg.2") t = sg::zeros({3, 3});
-  EXPECT_EQ(error_of([&] { adam.load_state_dict(state); }),
+  EXPECT_EQ(sgtest::message_of([&] { adam.load_state_dict(state); }),
             "Adam::load_state_dict: 'adam.exp_avg.2' is [3, 3] float32 but parameter 2 is [2, 4] float32");
   state = adam.state_dict();
   state.emplace_back("adam.extra", sg::ones({1}));
-  EXPECT_EQ(error_of([&] { adam.load_state_dict(state); }),
+  EXPECT_EQ(sgtest::message_of([&] { adam.load_state_dict(state); }),
             "Adam::load_state_dict: unexpected entries in the state dict: 'adam.extra'");
   state = adam.state_dict();
   for (auto& [name, t] : state)
     if (name == "adam.step") t = sg::full({}, 2.5, sg::kFloat64);
-  EXPECT_TRUE(contains_all(error_of([&] { adam.load_state_dict(state); }), {"'adam.step' should be a non-negative integer"}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { adam.load_state_dict(state); }), {"'adam.step' should be a non-negative integer"}));
 
   // A checkpoint whose optimizer part does not fit leaves the model unchanged as well.
   scramble(net, 8);
@@ -788,7 +778,7 @@ TEST_F(IoTest, OptimizerLoadRejectsMismatchedState) {
   sg::save_checkpoint(path("adam.npz"), net, adam);
   const auto before = all_parameter_bytes(other);
   sg::optim::SGD other_sgd(other.parameters(), {.momentum = 0.9});
-  EXPECT_TRUE(contains_all(error_of([&] { sg::load_checkpoint(path("adam.npz"), other, other_sgd); }),
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_checkpoint(path("adam.npz"), other, other_sgd); }),
                            {"load_checkpoint: " + path("adam.npz"), "SGD::load_state_dict"}));
   EXPECT_EQ(all_parameter_bytes(other), before);
 }
@@ -850,9 +840,9 @@ TEST_F(IoTest, WeReadWhatNumpyWrites) {
   const sg::Tensor r = sg::load_npy(path("r.npy"));
   EXPECT_EQ(r.dim(), 0);
   EXPECT_EQ(r.item(), 7.0);
-  EXPECT_TRUE(contains_all(error_of([&] { sg::load_npy(path("f.npy")); }), {"Fortran"}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::load_npy(path("i.npy")); }), {"has dtype '<i8'"}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::load_npy(path("b.npy")); }), {"big-endian"}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("f.npy")); }), {"Fortran"}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("i.npy")); }), {"has dtype '<i8'"}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("b.npy")); }), {"big-endian"}));
   const sg::NamedTensors z = sg::load_npz(path("z.npz"));
   ASSERT_EQ(z.size(), 2u);
   EXPECT_EQ(z[0].first, "w");
@@ -861,7 +851,7 @@ TEST_F(IoTest, WeReadWhatNumpyWrites) {
   EXPECT_EQ(z[1].first, "bias");
   EXPECT_EQ(z[1].second.dtype(), sg::kFloat32);
   EXPECT_EQ(z[1].second.to_vector(), (std::vector<double>{1, 2}));
-  EXPECT_TRUE(contains_all(error_of([&] { sg::load_npz(path("c.npz")); }),
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npz(path("c.npz")); }),
                            {"entry 'w.npy' is deflate-compressed", "np.savez_compressed"}));
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,19 @@ inline std::string device_test_name(const testing::TestParamInfo<sg::Device>& in
       GTEST_SKIP() << (sg::cuda::built_with_cuda() ? "no CUDA device on this machine"     \
                                                    : "structgrad was built without CUDA"); \
   } while (0)
+
+/// The sg::Error message `f` throws, or "(no sg::Error thrown)" when it throws none.
+inline std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const sg::Error& e) {
+    return e.what();
+  }
+  return "(no sg::Error thrown)";
+}
+
+/// True when `text` contains `part`.
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 /// Relative Frobenius error ‖x − ref‖ / ‖ref‖ (absolute when ref is all zeros).
 inline double rel_error(const std::vector<double>& x, const std::vector<double>& ref) {
