@@ -227,8 +227,8 @@ class BlockedGemm {
     const int64_t num_tiles = static_cast<int64_t>(tiles.size());
     int64_t total_cost = 0;
     for (const Tile& t : tiles) total_cost += t.cost;
-    // Below ~64³ multiply-adds a second thread costs more than it saves.
-    const bool parallel = num_tiles > 1 && total_cost > (int64_t{1} << 18);
+    // Small products stay on one thread (kMinParallelMacs says why).
+    const bool parallel = num_tiles > 1 && total_cost >= kMinParallelMacs;
     (void)parallel;  // unused without OpenMP
     int64_t macs = 0;
 #pragma omp parallel if (parallel) reduction(+ : macs)

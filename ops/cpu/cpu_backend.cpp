@@ -12,7 +12,9 @@
 namespace sg::detail {
 namespace {
 
-constexpr int64_t kParallelThreshold = 1 << 15;
+// Elementwise loops below this many elements stay on one thread (see cpu::kMinParallelMacs:
+// a parallel region costs about 60 µs on the 2-core VMs, about 2^17 elements of work).
+constexpr int64_t kParallelThreshold = 1 << 17;
 
 template <typename T>
 T* ptr(const Tensor& t) { return static_cast<T*>(t.data_ptr()); }
@@ -209,8 +211,10 @@ class CpuBackend final : public Backend {
     // Dense·Dense through Eigen's GEMM; every structured product through the blocked
     // structured GEMM (tile skipping, k-ranges). reference_gemm stays the tests' oracle.
     const bool dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
-    if (dense) cpu::dense_gemm(p, dtype);
-    else cpu::blocked_gemm(p, dtype);
+    cpu::with_threads_for(p.m * p.n * p.k, [&] {
+      if (dense) cpu::dense_gemm(p, dtype);
+      else cpu::blocked_gemm(p, dtype);
+    });
   }
 
   // The optimizer math is ops/optim_math.h's, shared with the CUDA kernels.

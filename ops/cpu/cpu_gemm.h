@@ -2,10 +2,44 @@
 // and the blocked fast path (tile skipping + k-range restriction over Eigen block products).
 #pragma once
 
+#include <cstdint>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "../../core/types.h"
 #include "../gemm_desc.h"
 
 namespace sg::detail::cpu {
+
+/// Below this many multiply-adds a product runs on one thread. On the project's 2-core VMs an
+/// OpenMP parallel region costs about 60 µs (waking the sleeping second thread), more than a
+/// small product takes alone: x[1024, 16]·Uᵀ took 82 µs on two threads and 11 µs on one
+/// (measured 2026-11-23).
+constexpr int64_t kMinParallelMacs = int64_t{1} << 23;
+
+/// Calls f() with OpenMP, and so Eigen, limited to one thread when `macs` is below
+/// kMinParallelMacs. omp_set_num_threads changes only the calling thread's setting, so
+/// products running concurrently on other threads keep theirs.
+template <typename F>
+void with_threads_for(int64_t macs, F&& f) {
+#ifdef _OPENMP
+  if (macs < kMinParallelMacs) {
+    const int previous = omp_get_max_threads();
+    omp_set_num_threads(1);
+    try {
+      f();
+    } catch (...) {
+      omp_set_num_threads(previous);
+      throw;
+    }
+    omp_set_num_threads(previous);
+    return;
+  }
+#endif
+  f();
+}
 
 /// Plain reference: materialises op(A) and op(B) through Eigen's triangularView /
 /// selfadjointView (reading only the triangle each descriptor allows), multiplies densely in
