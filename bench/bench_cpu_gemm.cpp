@@ -28,6 +28,7 @@
 
 #include <structgrad/structgrad.h>
 
+#include "examples/triangular_flow_model.h"
 #include "ops/cpu/cpu_gemm.h"
 
 namespace {
@@ -399,16 +400,7 @@ struct FlowStep {
   }
   void structgrad_step() {
     opt->zero_grad();
-    sg::Tensor z = x, logdet = sg::zeros({});
-    for (int64_t k = 0; k < layers; ++k) {
-      z = flow[k]->forward(z);
-      logdet = logdet + sg::sum(sg::log(sg::abs(sg::diagonal(flow[k]->weight))));
-      if (k + 1 < layers) {
-        logdet = logdet + std::log(slope) * sg::mean(sg::sum(sg::step(-z), 1));
-        z = sg::leaky_relu(z, slope);
-      }
-    }
-    auto loss = 0.5 * sg::mean(sg::sum(sg::square(z), 1)) - logdet;
+    auto loss = examples::flow_nll(flow, x, slope);
     loss.backward();
     opt->step();
   }

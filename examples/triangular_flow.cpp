@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "common.h"
+#include "triangular_flow_model.h"
 
 namespace {
 
@@ -61,19 +62,7 @@ int main(int argc, char** argv) {
     for (auto& l : flow) l->bias.copy_(0.1 * sg::randn({d}, opts));
   }
 
-  auto nll = [&](const sg::Tensor& x) {
-    sg::Tensor z = x, logdet = sg::zeros({}, opts);
-    for (int64_t k = 0; k < layers; ++k) {
-      z = flow[k]->forward(z);
-      logdet = logdet + sg::sum(sg::log(sg::abs(sg::diagonal(flow[k]->weight))));
-      if (k + 1 < layers) {
-        // log|leaky_relu'(a)| = log(slope) where a < 0 (a constant per sample: no gradient).
-        logdet = logdet + std::log(slope) * sg::mean(sg::sum(sg::step(-z), 1));
-        z = sg::leaky_relu(z, slope);
-      }
-    }
-    return 0.5 * sg::mean(sg::sum(sg::square(z), 1)) + 0.5 * d * std::log(2 * M_PI) - logdet;
-  };
+  auto nll = [&](const sg::Tensor& x) { return examples::flow_nll(flow, x, slope) + 0.5 * d * std::log(2 * M_PI); };
 
   sg::optim::Adam opt(model.parameters(), {.lr = args.get_double("lr", 0.005)});
   const double baseline = gaussian_baseline_nll(train, test);
