@@ -83,9 +83,11 @@ struct GemmArgs {
 // step t; one __syncthreads per k-step.
 // =============================================================================================
 
-/// The two inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores, or TF32
-/// tensor-core MMAs (mma.sync m16n8k8, sm_80 and newer) for float32 in TF32 mode.
-enum class InnerLoop { Fma, Tf32Mma };
+/// The inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores, or TF32 tensor-core
+/// MMAs for float32 in TF32 mode — mma.sync m16n8k8 (sm_80 and newer, per warp, fragments
+/// from shared memory through registers) or wgmma m64n128k8 (sm_90a, per warpgroup of 4 warps,
+/// both operands read by the tensor cores straight from shared memory).
+enum class InnerLoop { Fma, Tf32Mma, Tf32Wgmma };
 
 template <typename T, int kTile_, int kKStep_, int kThreads_, int kColGroups_, int kMinBlocks_,
           InnerLoop kInner_ = InnerLoop::Fma>
@@ -93,52 +95,76 @@ struct TileConfig {
   using Scalar = T;
   static constexpr InnerLoop kInner = kInner_;
   static constexpr bool kMma = kInner_ == InnerLoop::Tf32Mma;
+  static constexpr bool kWgmma = kInner_ == InnerLoop::Tf32Wgmma;
+  static constexpr bool kTensorCores = kMma || kWgmma;  // operands rounded to TF32 when staged
   static constexpr int kThreads = kThreads_;
   static constexpr int kTile = kTile_;                           // BM = BN
   static constexpr int kKStep = kKStep_;                         // BK
-  static constexpr int kRowGroups = kTile / 64;                  // 4-row blocks per thread
-  static constexpr int kColGroups = kColGroups_;                 // 4-column blocks per thread
-  static constexpr int kPerRow = 4 * kRowGroups;                 // output rows per thread
-  static constexpr int kPerCol = 4 * kColGroups;                 // output columns per thread
+  static constexpr int kRowGroups = kTile / 64;                  // 4-row blocks per thread (FMA)
+  static constexpr int kColGroups = kColGroups_;                 // 4-column blocks per thread (FMA)
+  // Outputs per thread: the FMA and mma.sync loops as set by the groups; the wgmma loop as its
+  // accumulator fragment (rows g, g + 8 of 16 n8 blocks: 2 × kTile/4).
+  static constexpr int kPerRow = kWgmma ? 2 : 4 * kRowGroups;
+  static constexpr int kPerCol = kWgmma ? kTile / 4 : 4 * kColGroups;
   static constexpr int kThreadRows = kTile / kPerRow;
   static constexpr int kThreadCols = kTile / kPerCol;
   static constexpr int kRowSpacing = 4 * kThreadRows;            // = kTile / kRowGroups
   static constexpr int kColSpacing = 4 * kThreadCols;
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
   static constexpr int kLoads = kTile * kKStep / (kThreads * kVec);  // vectors per thread, operand and k-step
-  // Shared rows are padded to stay 16-byte aligned and spread accesses over the banks: by one
-  // vector for the FMA loop (the scalar stores of the outer-major staging path then hit
-  // distinct banks), by 8 words for the MMA loop (its fragment loads read rows t and columns g
-  // of a k-major tile, lanes 4t + g: a row stride of 8 mod 32 words makes them conflict-free).
-  static constexpr int kStride = kTile + (kMma ? 8 : kVec);
+  // Shared tiles. FMA and mma.sync: k-major [kKStep][kStride], rows padded to stay 16-byte
+  // aligned and spread accesses over the banks: by one vector for the FMA loop (the scalar
+  // stores of the outer-major staging path then hit distinct banks), by 8 words for the MMA
+  // loop (its fragment loads read rows t and columns g of a k-major tile, lanes 4t + g: a row
+  // stride of 8 mod 32 words makes them conflict-free). wgmma: outer-major [kTile][kKStep]
+  // (TF32 wgmma reads K-major operands only), 128-byte rows in the 128-byte swizzle of the
+  // PTX ISA (16-byte chunk c of row r at chunk c ^ (r mod 8)); kStride = kTile keeps the
+  // tile kTile·kKStep elements.
+  static constexpr int kStride = kWgmma ? kTile : kTile + (kMma ? 8 : kVec);
   static constexpr int kMinBlocks = kMinBlocks_;
+  // Two shared buffers per operand: step t is multiplied while step t+1 is stored. (A third
+  // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100:
+  // docs/structured_gemm.md.) The wgmma tiles live in dynamic shared memory (1024-byte aligned
+  // for the swizzle, over the 48 KB static limit); the others in static arrays.
+  static constexpr int kStages = 2;
+  static constexpr int kTileBytes = kKStep * kStride * static_cast<int>(sizeof(T));
+  static constexpr int kDynamicSmem = kWgmma ? 2 * kStages * kTileBytes + 1024 : 0;
   static_assert(kLoads >= 1 && kLoads * kThreads * kVec == kTile * kKStep, "staging covers the tile exactly");
   static_assert(kThreads % (kTile / kVec) == 0 && kThreads % (kKStep / kVec) == 0, "staging maps");
   static_assert(kTile % 64 == 0 && kKStep % kVec == 0, "tile shape");
-  static_assert(kThreadRows * kThreadCols == kThreads && kThreadCols % 8 == 0 && kThreadRows % 4 == 0,
+  static_assert(kInner_ != InnerLoop::Fma ||
+                    (kThreadRows * kThreadCols == kThreads && kThreadCols % 8 == 0 && kThreadRows % 4 == 0),
                 "thread grid: warps of 4 thread rows × 8 thread columns");
 
   // Where accumulator acc[i][j] lands in the tile: row row_base + (i / kRowGroup)·kRowGroupStride
   // + (i % kRowGroup)·kRowElemStride, and likewise for columns.
-  //  FMA: rows of a thread come in runs of 4 (kRowSpacing apart), columns in runs of 4.
-  //  MMA: a warp owns a 64×64 quarter of the 128 tile as 4×8 m16n8 fragments; a thread holds
-  //       rows g and g + 8 of each (g = lane / 4) and columns 2t, 2t + 1 (t = lane % 4).
-  static constexpr int kRowGroup = kMma ? 2 : 4, kRowGroupStride = kMma ? 16 : kRowSpacing,
-                       kRowElemStride = kMma ? 8 : 1;
-  static constexpr int kColGroup = kMma ? 2 : 4, kColGroupStride = kMma ? 8 : kColSpacing;
+  //  FMA:   rows of a thread come in runs of 4 (kRowSpacing apart), columns in runs of 4.
+  //  MMA:   a warp owns a 64×64 quarter of the 128 tile as 4×8 m16n8 fragments; a thread holds
+  //         rows g and g + 8 of each (g = lane / 4) and columns 2t, 2t + 1 (t = lane % 4).
+  //  wgmma: warpgroup w owns rows 64w … 64w + 63 and all kTile columns; warp q of it rows
+  //         16q … 16q + 15, in the m16n8 fragment layout of each n8 block.
+  static constexpr int kRowGroup = kTensorCores ? 2 : 4, kRowGroupStride = kTensorCores ? 16 : kRowSpacing,
+                       kRowElemStride = kTensorCores ? 8 : 1;
+  static constexpr int kColGroup = kTensorCores ? 2 : 4, kColGroupStride = kTensorCores ? 8 : kColSpacing;
   static_assert(!kMma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 128 && kPerRow == 8 &&
                           kPerCol == 16 && kKStep % 8 == 0),
                 "the MMA loop: 4 warps of 64×64 over a 128 tile, k in steps of 8");
+  static_assert(!kWgmma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 256 && kKStep == 32 &&
+                            kLoads == kVec && kThreads * kLoads == kTile * 8),
+                "the wgmma loop: 2 warpgroups of 64×128 over a 128 tile, 128-byte rows of k, and a "
+                "kVec × kLoads block per thread in the k-major staging map");
   /// Row and column of this thread's acc[0][0] inside the tile.
   __device__ __forceinline__ static int row_base() {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if constexpr (kMma) return (warp >> 1) * 64 + (lane >> 2);
-    return ((warp / (kThreadCols / 8)) * 4 + (lane >> 3)) * 4;
+    if constexpr (kWgmma) return warp * 16 + (lane >> 2);
+    else if constexpr (kMma) return (warp >> 1) * 64 + (lane >> 2);
+    else return ((warp / (kThreadCols / 8)) * 4 + (lane >> 3)) * 4;
   }
   __device__ __forceinline__ static int col_base() {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if constexpr (kMma) return (warp & 1) * 64 + 2 * (lane & 3);
-    return ((warp % (kThreadCols / 8)) * 8 + (lane & 7)) * 4;
+    if constexpr (kWgmma) return 2 * (lane & 3);
+    else if constexpr (kMma) return (warp & 1) * 64 + 2 * (lane & 3);
+    else return ((warp % (kThreadCols / 8)) * 8 + (lane & 7)) * 4;
   }
   __host__ __device__ static constexpr int row_offset(int i) {
     return (i / kRowGroup) * kRowGroupStride + (i % kRowGroup) * kRowElemStride;
@@ -154,6 +180,9 @@ using ConfigF32Small = TileConfig<float, 64, 16, 256, 1, 3>;
 using ConfigF64 = TileConfig<double, 64, 8, 256, 1, 2>;
 // TF32 mode: the 128 tile on tensor cores, BK 16 (two k8 slices per step), two blocks per SM.
 using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
+// TF32 mode on sm_90a: the 128 tile as two warpgroups' wgmma m64n128k8, BK 32 (four k8 slices
+// per step, one 128-byte swizzled row per tile row), two blocks per SM.
+using ConfigTf32Wgmma = TileConfig<float, 128, 32, 256, 1, 2, InnerLoop::Tf32Wgmma>;
 
 template <typename T>
 struct Vec16;
@@ -221,6 +250,86 @@ __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], const uint32_t (
 #endif
 }
 
+// ---- wgmma (sm_90a) ------------------------------------------------------------------------
+// The PTX ISA's asynchronous warpgroup MMA. Operands are described by 64-bit shared-memory
+// matrix descriptors; the accumulators stay in registers and must not be touched between the
+// issue and the wait (wgmma_fence_operands keeps the compiler from moving accesses across).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SG_HAS_WGMMA 1
+#else
+#define SG_HAS_WGMMA 0
+#endif
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// Descriptor of a K-major operand tile in the 128-byte swizzle: rows of 128 bytes (32 TF32
+/// values of k), 8-row swizzle atoms 1024 bytes apart (stride byte offset); the leading byte
+/// offset is unused for swizzled K-major tiles (one wgmma reads 32 bytes of k, inside the
+/// atom). `address` is the tile base (1024-byte aligned) plus the byte offset of the k8 slice.
+__device__ __forceinline__ uint64_t wgmma_descriptor(uint32_t address) {
+  return static_cast<uint64_t>((address & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+#if SG_HAS_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if SG_HAS_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+#if SG_HAS_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+
+/// Makes this thread's ordinary shared-memory stores visible to the tensor cores' (async
+/// proxy) reads that follow the next barrier.
+__device__ __forceinline__ void fence_shared_for_async_proxy() {
+#if SG_HAS_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+template <int R, int C>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+
+/// D += A·B for one warpgroup: A 64×8 and B 128×8 (K-major, TF32 bit patterns in shared
+/// memory), D 64×128 float32 in the m16n8 fragment layout (d[r][c]: row g + 8r of the warp's
+/// 16, column 8·(c/2) + 2t + c%2).
+__device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[2][32], uint64_t a_desc, uint64_t b_desc) {
+#if SG_HAS_WGMMA
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, accumulate, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[0][4]), "+f"(d[0][5]), "+f"(d[1][4]), "+f"(d[1][5]), "+f"(d[0][6]), "+f"(d[0][7]), "+f"(d[1][6]), "+f"(d[1][7]),
+        "+f"(d[0][8]), "+f"(d[0][9]), "+f"(d[1][8]), "+f"(d[1][9]), "+f"(d[0][10]), "+f"(d[0][11]), "+f"(d[1][10]), "+f"(d[1][11]),
+        "+f"(d[0][12]), "+f"(d[0][13]), "+f"(d[1][12]), "+f"(d[1][13]), "+f"(d[0][14]), "+f"(d[0][15]), "+f"(d[1][14]), "+f"(d[1][15]),
+        "+f"(d[0][16]), "+f"(d[0][17]), "+f"(d[1][16]), "+f"(d[1][17]), "+f"(d[0][18]), "+f"(d[0][19]), "+f"(d[1][18]), "+f"(d[1][19]),
+        "+f"(d[0][20]), "+f"(d[0][21]), "+f"(d[1][20]), "+f"(d[1][21]), "+f"(d[0][22]), "+f"(d[0][23]), "+f"(d[1][22]), "+f"(d[1][23]),
+        "+f"(d[0][24]), "+f"(d[0][25]), "+f"(d[1][24]), "+f"(d[1][25]), "+f"(d[0][26]), "+f"(d[0][27]), "+f"(d[1][26]), "+f"(d[1][27]),
+        "+f"(d[0][28]), "+f"(d[0][29]), "+f"(d[1][28]), "+f"(d[1][29]), "+f"(d[0][30]), "+f"(d[0][31]), "+f"(d[1][30]), "+f"(d[1][31])
+      : "l"(a_desc), "l"(b_desc), "r"(1));
+#else
+  __trap();  // the host launches the wgmma configuration only on sm_90a code
+#endif
+}
+
 __device__ __forceinline__ bool pattern_allows(Pattern pattern, int outer, int k) {
   return pattern == Pattern::KAtLeastOuter ? k >= outer : pattern == Pattern::KAtMostOuter ? k <= outer : true;
 }
@@ -230,7 +339,14 @@ __device__ __forceinline__ bool pattern_allows(Pattern pattern, int outer, int k
 //
 // Two maps from (thread, pass) to the 16-byte vector it fetches, v = tid + pass·256:
 //   k-major map:     k = v / (kTile/kVec), outer = (v % (kTile/kVec))·kVec: a warp reads whole
-//                    rows of k-major memory (coalesced) and stores one vector;
+//                    rows of k-major memory (coalesced) and stores one vector; for the wgmma
+//                    loop a thread instead fetches a kVec (outer) × kLoads (k) block and
+//                    transposes it in registers into kVec vectors along k for the K-major
+//                    shared tile. Warp w, lane l: k block 4·(w mod 2) + (l/2 mod 4), outer
+//                    block 8·(w/2) + l mod 2 + 2·(l/8), so a warp's pass reads 4 whole 128-byte
+//                    rows (measured: 8 rows × 64 bytes, with the k block = l mod 8, ran Sym·Dense
+//                    40 % slower) and the 8 lanes of a 16-byte store phase write 8 distinct
+//                    swizzled chunks (no bank conflict, no register selects);
 //   outer-major map: outer = v / (kKStep/kVec), k = (v % (kKStep/kVec))·kVec: a warp reads
 //                    full 32-byte sectors of outer-major rows and stores kVec scalars.
 // Per k-step the path is chosen uniformly for the block:
@@ -257,6 +373,8 @@ struct OperandStager {
   static constexpr int kKMajorRowsPerPass = Cfg::kThreads / kKMajorPerRow;
   static constexpr int kOuterMajorPerRow = Cfg::kKStep / kVec;
   static constexpr int kOuterMajorRowsPerPass = Cfg::kThreads / kOuterMajorPerRow;
+  // k between a thread's passes in the k-major map.
+  static constexpr int kKMajorPassK = Cfg::kWgmma ? 1 : kKMajorRowsPerPass;
 
   int outer0;          // first outer index of the tile
   int k_end;           // end of this work item's k-range
@@ -265,8 +383,14 @@ struct OperandStager {
   const char* fast_base;  // this thread's fast-path element at k = 0
   int fast_k_bytes;       // bytes between consecutive k in the fast layout (the host keeps ld·8 < 2^31)
 
-  __device__ __forceinline__ static int km_k() { return threadIdx.x / kKMajorPerRow; }
-  __device__ __forceinline__ static int km_outer() { return (threadIdx.x % kKMajorPerRow) * kVec; }
+  __device__ __forceinline__ static int km_k() {
+    if constexpr (Cfg::kWgmma) return (4 * ((threadIdx.x >> 5) & 1) + ((threadIdx.x >> 1) & 3)) * kLoads;
+    else return threadIdx.x / kKMajorPerRow;
+  }
+  __device__ __forceinline__ static int km_outer() {
+    if constexpr (Cfg::kWgmma) return (8 * (threadIdx.x >> 6) + (threadIdx.x & 1) + 2 * ((threadIdx.x >> 3) & 3)) * kVec;
+    else return (threadIdx.x % kKMajorPerRow) * kVec;
+  }
   __device__ __forceinline__ static int om_outer() { return threadIdx.x / kOuterMajorPerRow; }
   __device__ __forceinline__ static int om_k() { return (threadIdx.x % kOuterMajorPerRow) * kVec; }
 
@@ -305,7 +429,7 @@ struct OperandStager {
   __device__ __forceinline__ void fetch(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
     if (k0 >= fast_k_lo && k0 <= fast_k_last) {
       const T* first = reinterpret_cast<const T*>(fast_base + static_cast<int64_t>(k0) * fast_k_bytes);
-      const int64_t pass_stride = (fast_outer_major ? kOuterMajorRowsPerPass : kKMajorRowsPerPass) * v.ld;
+      const int64_t pass_stride = (fast_outer_major ? kOuterMajorRowsPerPass : kKMajorPassK) * v.ld;
 #pragma unroll
       for (int p = 0; p < kLoads; ++p) load_vec_global(first + p * pass_stride, staged.value[p]);
       staged.along_k = fast_outer_major;
@@ -342,7 +466,7 @@ struct OperandStager {
             if (!pattern_allows(v.pattern, outer, k + j)) value[j] = T(0);
         }
       } else if (vector_path) {
-        const int outer = outer0 + km_outer(), k = k0 + km_k() + p * kKMajorRowsPerPass;
+        const int outer = outer0 + km_outer(), k = k0 + km_k() + p * kKMajorPassK;
         load_vec_global(v.data + static_cast<int64_t>(k) * v.ld + outer, value);
         if (masked) {
 #pragma unroll
@@ -350,7 +474,7 @@ struct OperandStager {
             if (!pattern_allows(v.pattern, outer + j, k)) value[j] = T(0);
         }
       } else {  // per element, k-major map
-        const int k = k0 + km_k() + p * kKMajorRowsPerPass;
+        const int k = k0 + km_k() + p * kKMajorPassK;
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int outer = outer0 + km_outer() + j;
@@ -367,16 +491,29 @@ struct OperandStager {
     }
   }
 
-  // Writes the staged vectors into the k-major shared tile [kKStep][kStride] (rounded to
-  // TF32 for the MMA loop, so each element is converted once per block, not per use).
+  // Writes the staged vectors into the shared tile: k-major [kKStep][kStride], or for the wgmma
+  // loop outer-major [kTile][kKStep] in the 128-byte swizzle. Rounded to TF32 for the tensor
+  // cores, so each element is converted once per block, not per use.
   __device__ __forceinline__ static void store(T* tile, StagedTile<Cfg>& staged) {
-    if constexpr (Cfg::kMma) {
+    if constexpr (Cfg::kWgmma) {
+      // wgmma reads the top 19 bits of each float32 (the low 13 ignored): adding half a TF32
+      // ulp first makes that round to nearest, ties away — cvt.rna.tf32.f32 in one integer add
+      // instead of three instructions (infinities stay infinite: the carry lands in ignored
+      // bits; the TF32 tests measure the same errors as with cvt.rna).
+#pragma unroll
+      for (int p = 0; p < kLoads; ++p)
+#pragma unroll
+        for (int j = 0; j < kVec; ++j)
+          staged.value[p][j] = __uint_as_float(__float_as_uint(staged.value[p][j]) + 0x1000u);
+    } else if constexpr (Cfg::kTensorCores) {
 #pragma unroll
       for (int p = 0; p < kLoads; ++p)
 #pragma unroll
         for (int j = 0; j < kVec; ++j) staged.value[p][j] = round_to_tf32(staged.value[p][j]);
     }
-    if (staged.along_k) {
+    if constexpr (Cfg::kWgmma) {
+      store_swizzled(tile, staged);
+    } else if (staged.along_k) {
 #pragma unroll
       for (int p = 0; p < kLoads; ++p)
 #pragma unroll
@@ -386,6 +523,32 @@ struct OperandStager {
 #pragma unroll
       for (int p = 0; p < kLoads; ++p)
         store_vec_shared(tile + (km_k() + p * kKMajorRowsPerPass) * kStride + km_outer(), staged.value[p]);
+    }
+  }
+
+  // The wgmma tile: element (outer, k) at outer·kKStep + ((k/4) ^ (outer mod 8))·4 + k mod 4,
+  // every store one 16-byte chunk of 4 consecutive k.
+  __device__ __forceinline__ static T* swizzled_chunk(T* tile, int outer, int k) {
+    return tile + outer * Cfg::kKStep + (((k >> 2) ^ (outer & 7)) << 2);
+  }
+  __device__ __forceinline__ static void store_swizzled(T* tile, const StagedTile<Cfg>& staged) {
+    static_assert(kVec == 4 && kLoads == 4, "a 4 × 4 block per thread");
+    if (staged.along_k) {  // value[p]: 4 consecutive k at one outer
+#pragma unroll
+      for (int p = 0; p < kLoads; ++p)
+        store_vec_shared(swizzled_chunk(tile, om_outer() + p * kOuterMajorRowsPerPass, om_k()), staged.value[p]);
+      return;
+    }
+    // value[p][j]: k = km_k() + p, outer = km_outer() + j. Column j of the block is one chunk of
+    // row km_outer() + j. In a store phase (a quarter warp: l/8 fixed) the lanes hold 4 k blocks
+    // (kb0 + 0…3, kb0 a multiple of 4) × 2 row parities (l mod 2, so rows mod 8 are j and
+    // j + 4): chunk positions (kb0 + d) ^ (j + 4·parity) are 8 distinct, conflict-free.
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      T column[4];
+#pragma unroll
+      for (int p = 0; p < 4; ++p) column[p] = staged.value[p][j];
+      store_vec_shared(swizzled_chunk(tile, km_outer() + j, km_k()), column);
     }
   }
 };
@@ -437,68 +600,94 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
+  const int next = buffer + 1 == Cfg::kStages ? 0 : buffer + 1;
   if (has_next) {  // global loads in flight during this step's multiply-adds
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
   }
-  const T* a_tile = a_tiles[buffer] + Cfg::row_base();
-  const T* b_tile = b_tiles[buffer] + Cfg::col_base();
-  if constexpr (Cfg::kMma) {
-    // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
-    // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
-    // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
-    const int t = threadIdx.x & 3;
-    const float* a_lane = a_tile + t * kStride;
-    const float* b_lane = b_tiles[buffer] + ((threadIdx.x >> 5) & 1) * 64 + ((threadIdx.x & 31) >> 2) + t * kStride;
+  if constexpr (Cfg::kWgmma) {
+    // Four k8 slices on the tensor cores, asynchronously: the staging of step t+1 below runs
+    // while they execute. Warpgroup w multiplies rows 64w … 64w + 63 of A (8 KB into the
+    // tile) by all of B; a k8 slice is 32 bytes further along each 128-byte row.
+    const uint32_t a_base = shared_address(a_tiles[buffer]) + (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);
+    const uint32_t b_base = shared_address(b_tiles[buffer]);
+    wgmma_fence_operands(acc);
+    wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
-      uint32_t a_frag[4][4], b_frag[8][2];
+    for (int ks = 0; ks < Cfg::kKStep; ks += 8)
+      wgmma_m64n128k8_tf32(acc, wgmma_descriptor(a_base + ks * sizeof(float)),
+                           wgmma_descriptor(b_base + ks * sizeof(float)));
+    wgmma_commit();
+    wgmma_fence_operands(acc);
+    if (has_next) {
+      // Buffer `next` was last read by the MMAs of step t-1, complete before its barrier.
+      OperandStager<Cfg>::store(a_tiles[next], staged_a);
+      OperandStager<Cfg>::store(b_tiles[next], staged_b);
+      fence_shared_for_async_proxy();
+    }
+    // This step's MMAs done before the barrier: after it, step t+2 is stored into their buffer.
+    wgmma_wait_all();
+    wgmma_fence_operands(acc);
+  } else {
+    const T* a_tile = a_tiles[buffer] + Cfg::row_base();
+    const T* b_tile = b_tiles[buffer] + Cfg::col_base();
+    if constexpr (Cfg::kMma) {
+      // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
+      // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
+      // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
+      const int t = threadIdx.x & 3;
+      const float* a_lane = a_tile + t * kStride;
+      const float* b_lane = b_tiles[buffer] + ((threadIdx.x >> 5) & 1) * 64 + ((threadIdx.x & 31) >> 2) + t * kStride;
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
-        const float* p = a_lane + ks * kStride + mi * 16;
-        a_frag[mi][0] = __float_as_uint(p[0]);
-        a_frag[mi][1] = __float_as_uint(p[8]);
-        a_frag[mi][2] = __float_as_uint(p[4 * kStride]);
-        a_frag[mi][3] = __float_as_uint(p[4 * kStride + 8]);
-      }
+      for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
+        uint32_t a_frag[4][4], b_frag[8][2];
 #pragma unroll
-      for (int ni = 0; ni < 8; ++ni) {
-        const float* p = b_lane + ks * kStride + ni * 8;
-        b_frag[ni][0] = __float_as_uint(p[0]);
-        b_frag[ni][1] = __float_as_uint(p[4 * kStride]);
-      }
-#pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
+        for (int mi = 0; mi < 4; ++mi) {
+          const float* p = a_lane + ks * kStride + mi * 16;
+          a_frag[mi][0] = __float_as_uint(p[0]);
+          a_frag[mi][1] = __float_as_uint(p[8]);
+          a_frag[mi][2] = __float_as_uint(p[4 * kStride]);
+          a_frag[mi][3] = __float_as_uint(p[4 * kStride + 8]);
+        }
 #pragma unroll
         for (int ni = 0; ni < 8; ++ni) {
-          // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
-          float d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni],
-                        acc[2 * mi + 1][2 * ni + 1]};
-          mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
-          acc[2 * mi][2 * ni] = d[0];
-          acc[2 * mi][2 * ni + 1] = d[1];
-          acc[2 * mi + 1][2 * ni] = d[2];
-          acc[2 * mi + 1][2 * ni + 1] = d[3];
+          const float* p = b_lane + ks * kStride + ni * 8;
+          b_frag[ni][0] = __float_as_uint(p[0]);
+          b_frag[ni][1] = __float_as_uint(p[4 * kStride]);
         }
+#pragma unroll
+        for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < 8; ++ni) {
+            // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
+            float d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni],
+                          acc[2 * mi + 1][2 * ni + 1]};
+            mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
+            acc[2 * mi][2 * ni] = d[0];
+            acc[2 * mi][2 * ni + 1] = d[1];
+            acc[2 * mi + 1][2 * ni] = d[2];
+            acc[2 * mi + 1][2 * ni + 1] = d[3];
+          }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kKStep; ++kk) {
+        T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
+#pragma unroll
+        for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_tile + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
+#pragma unroll
+        for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_tile + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
+#pragma unroll
+        for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+          for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+      }
     }
-  } else {
-#pragma unroll
-    for (int kk = 0; kk < Cfg::kKStep; ++kk) {
-      T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
-#pragma unroll
-      for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_tile + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
-#pragma unroll
-      for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_tile + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
-#pragma unroll
-      for (int i = 0; i < Cfg::kPerRow; ++i)
-#pragma unroll
-        for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+    if (has_next) {
+      // The other buffer was last read in the previous step, before its closing barrier.
+      OperandStager<Cfg>::store(a_tiles[next], staged_a);
+      OperandStager<Cfg>::store(b_tiles[next], staged_b);
     }
-  }
-  if (has_next) {
-    // The other buffer was last read in the previous step, before its closing barrier.
-    OperandStager<Cfg>::store(a_tiles[buffer ^ 1], staged_a);
-    OperandStager<Cfg>::store(b_tiles[buffer ^ 1], staged_b);
   }
   __syncthreads();
   k0 += Cfg::kKStep;
@@ -530,8 +719,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
   using Stager = OperandStager<Cfg>;
 
-  __shared__ __align__(16) T a_tiles[2][kKStep * kStride];
-  __shared__ __align__(16) T b_tiles[2][kKStep * kStride];
+  T (*a_tiles)[kKStep * kStride];
+  T (*b_tiles)[kKStep * kStride];
+  if constexpr (Cfg::kDynamicSmem > 0) {
+    extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+    unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+    a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
+    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + Cfg::kStages * Cfg::kTileBytes);
+  } else {
+    __shared__ __align__(16) T a_static[Cfg::kStages][kKStep * kStride];
+    __shared__ __align__(16) T b_static[Cfg::kStages][kKStep * kStride];
+    a_tiles = a_static;
+    b_tiles = b_static;
+  }
   __shared__ int last_chunk;
 
   const GemmWorkItem item = args.items[blockIdx.x];
@@ -552,14 +752,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     stage_b.fetch(args.b, item.k_begin, staged_b);
     Stager::store(a_tiles[0], staged_a);
     Stager::store(b_tiles[0], staged_b);
+    if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
     __syncthreads();
     int k0 = item.k_begin;
     int buffer = 0;
 #pragma unroll 1
     while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
                                acc)) {
-      buffer ^= 1;
+      buffer = buffer + 1 == Cfg::kStages ? 0 : buffer + 1;
     }
+
   }
 
   if (item.chunk_count > 1) {
@@ -686,6 +888,10 @@ ConfigTraits traits_of(GemmTileConfig config) {
     case GemmTileConfig::Float32Small: return {ConfigF32Small::kTile, ConfigF32Small::kKStep, 4, 128, 0.70, 8};
     // Tensor cores: about 4× the FFMA rate per SM in multiply-adds (an estimate that ranks plans).
     case GemmTileConfig::Float32Tf32: return {ConfigTf32::kTile, ConfigTf32::kKStep, 4, 512, 0.50, 8};
+    // wgmma: about 1024 TF32 multiply-adds per SM cycle on H100, of which the loop keeps about
+    // 0.3 busy (measured: a 128×128×32 step every ~3500 cycles with two blocks per SM).
+    case GemmTileConfig::Float32Tf32Wgmma:
+      return {ConfigTf32Wgmma::kTile, ConfigTf32Wgmma::kKStep, 4, 1024, 0.30, 8};
     case GemmTileConfig::Float64: return {ConfigF64::kTile, ConfigF64::kKStep, 8, 64, 0.85, 16};
   }
   return {};
@@ -800,6 +1006,7 @@ const char* tile_config_name(GemmTileConfig config) {
     case GemmTileConfig::Float32Large: return "Float32Large";
     case GemmTileConfig::Float32Small: return "Float32Small";
     case GemmTileConfig::Float32Tf32: return "Float32Tf32";
+    case GemmTileConfig::Float32Tf32Wgmma: return "Float32Tf32Wgmma";
     case GemmTileConfig::Float64: return "Float64";
   }
   return "?";
@@ -875,8 +1082,14 @@ namespace {
 
 template <class Cfg>
 int blocks_per_sm_of() {
+  // Dynamic shared memory over 48 KB needs the kernel's limit raised (per device; the plan of
+  // every problem is built, on its device, before its first launch).
+  if constexpr (Cfg::kDynamicSmem > 0)
+    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       Cfg::kDynamicSmem));
   int blocks = 0;
-  SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads, 0));
+  SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
+                                                              Cfg::kDynamicSmem));
   SG_CHECK(blocks > 0, "structured gemm: the kernel cannot be resident on this device");
   return blocks;
 }
@@ -886,6 +1099,7 @@ int blocks_per_sm(GemmTileConfig config) {
     case GemmTileConfig::Float32Large: return blocks_per_sm_of<ConfigF32Large>();
     case GemmTileConfig::Float32Small: return blocks_per_sm_of<ConfigF32Small>();
     case GemmTileConfig::Float32Tf32: return blocks_per_sm_of<ConfigTf32>();
+    case GemmTileConfig::Float32Tf32Wgmma: return blocks_per_sm_of<ConfigTf32Wgmma>();
     case GemmTileConfig::Float64: return blocks_per_sm_of<ConfigF64>();
   }
   return 1;
@@ -893,9 +1107,10 @@ int blocks_per_sm(GemmTileConfig config) {
 
 // The plan depends on sizes, kinds, mask, dtype, device and schedule — not on trans, pointers
 // or alpha (those only change addressing), so products of one shape share an entry.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, bool>;
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int>;
 
 std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
+std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
 
 struct CachedPlan {
   GemmWorkPlan plan;
@@ -923,6 +1138,20 @@ bool tensor_cores_usable(int device) {
   return false;
 }
 
+/// True when the wgmma loop can run on `device`: built for sm_90a (whose code runs on compute
+/// capability 9.0 only) and the device is 9.0.
+bool wgmma_usable(int device) {
+#if defined(SG_CUDA_SM90A)
+  int major = 0, minor = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 PlanCache& plan_cache() {
   // Leaked on purpose: its device tables must not be freed during static destruction, after
   // the allocator and the CUDA runtime may be gone.
@@ -933,7 +1162,9 @@ PlanCache& plan_cache() {
 const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const GemmSchedule schedule = gemm_schedule();
   const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
-  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule), tf32};
+  const bool wgmma = tf32 && tf32_loop() == Tf32Loop::Auto && wgmma_usable(device);
+  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule),
+                    int(tf32) + int(wgmma)};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);
@@ -948,7 +1179,7 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   if (dtype == DType::Float64) {
     entry->plan = plan_for(GemmTileConfig::Float64);
   } else if (tf32) {
-    entry->plan = plan_for(GemmTileConfig::Float32Tf32);
+    entry->plan = plan_for(wgmma ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32);
   } else {
     // Both float32 configs are modelled in SM cycles; the small one wins where the large
     // tiles are too few (or too uneven) to fill every SM.
@@ -1014,7 +1245,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   Storage workspace(workspace_bytes, Device(DeviceType::CUDA, device));
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
-  structured_gemm_kernel<Cfg><<<blocks, Cfg::kThreads, 0, stream(device)>>>(args);
+  structured_gemm_kernel<Cfg><<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args);
   SG_CUDA_CHECK_LAUNCH("structured_gemm_kernel");
 }
 
@@ -1039,6 +1270,10 @@ void set_gemm_schedule(GemmSchedule schedule) { current_schedule.store(static_ca
 
 GemmSchedule gemm_schedule() { return static_cast<GemmSchedule>(current_schedule.load()); }
 
+void set_tf32_loop(Tf32Loop loop) { current_tf32_loop.store(static_cast<int>(loop)); }
+
+Tf32Loop tf32_loop() { return static_cast<Tf32Loop>(current_tf32_loop.load()); }
+
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);
   DeviceGuard guard(device);
@@ -1054,6 +1289,7 @@ void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
     case GemmTileConfig::Float32Large: launch_with<ConfigF32Large>(p, cached, device); break;
     case GemmTileConfig::Float32Small: launch_with<ConfigF32Small>(p, cached, device); break;
     case GemmTileConfig::Float32Tf32: launch_with<ConfigTf32>(p, cached, device); break;
+    case GemmTileConfig::Float32Tf32Wgmma: launch_with<ConfigTf32Wgmma>(p, cached, device); break;
     case GemmTileConfig::Float64: launch_with<ConfigF64>(p, cached, device); break;
   }
 }

@@ -23,6 +23,7 @@ enum class GemmTileConfig : uint8_t {
   Float32Small,  ///< 64×64 tiles, BK 16, 4×4 per thread: fills the machine on small problems
   Float64,       ///< 64×64 tiles, BK 8, 4×4 per thread
   Float32Tf32,   ///< TF32 mode: 128×128 tiles, BK 16, 4 warps of 64×64 on tensor cores (mma.sync)
+  Float32Tf32Wgmma,  ///< TF32 mode on sm_90a: 128×128 tiles, BK 32, 2 warpgroups of 64×128 (wgmma)
 };
 const char* tile_config_name(GemmTileConfig config);
 
@@ -70,6 +71,13 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
 /// Sets the schedule of every later launch (process-wide; for benchmarks and tests).
 void set_gemm_schedule(GemmSchedule schedule);
 GemmSchedule gemm_schedule();
+
+/// Which tensor-core loop TF32 mode runs. Auto: wgmma where the device is compute capability
+/// 9.0 and the library was built for sm_90a, mma.sync on other sm_80+ devices. MmaSync forces
+/// the mma.sync loop everywhere (for tests and the benchmark's ablation).
+enum class Tf32Loop : uint8_t { Auto, MmaSync };
+void set_tf32_loop(Tf32Loop loop);
+Tf32Loop tf32_loop();
 
 /// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);

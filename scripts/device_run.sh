@@ -21,7 +21,7 @@ cat "$OUT/device.txt"
 
 if has build; then
   t0=$(date +%s)
-  cmake -S $src -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
+  cmake -S $src -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > "$OUT/build.log" 2>&1 &&
     cmake --build $build -j16 >> "$OUT/build.log" 2>&1
   rc=$?
   grep -E "registers|spill|error" "$OUT/build.log" | grep -v "^--" | head -40 > "$OUT/ptxas.txt"

@@ -12,7 +12,7 @@ inc=$(dirname "$(find / -xdev -name nccl.h -path "*nvidia*" 2>/dev/null | head -
 [ -f "$inc/nccl.h" ] || inc=$PWD/.device/nccl  # a copy of this machine's nccl.h, carried
 echo "libnccl: $lib  nccl.h: $inc"; grep -m1 "NCCL_VERSION_CODE" $inc/nccl.h
 export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
-cmake -S ${SG_SRC:-.} -B build-x2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSG_NCCL=ON \
+cmake -S ${SG_SRC:-.} -B build-x2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DSG_NCCL=ON \
   -DNCCL_INCLUDE_DIR="$inc" -DNCCL_LIBRARY="$lib" -DSG_BUILD_BENCH=OFF > $OUT/x2_build.log 2>&1 &&
   cmake --build build-x2 -j32 >> $OUT/x2_build.log 2>&1
 echo "build rc=$?"; grep -E "NCCL|error" $OUT/x2_build.log | head -5

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -19,6 +20,8 @@
 #include "ops/backend.h"
 #include "ops/cpu/cpu_gemm.h"
 #if defined(SG_WITH_CUDA)
+#include <cuda_runtime.h>
+
 #include "cuda/structured_gemm.h"
 #endif
 
@@ -31,10 +34,12 @@ using sg::detail::OutputMask;
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
-/// float32 (exact), float64, and float32 in TF32 mode.
+/// float32 (exact), float64, and float32 in TF32 mode: on its default tensor-core loop (wgmma
+/// on an sm_90a build on compute capability 9.0, else mma.sync) and forced to mma.sync.
 struct GemmPrecision {
   sg::DType dtype;
   bool tf32;
+  bool mma_sync = false;
 };
 
 class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
@@ -43,6 +48,10 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     SG_SKIP_IF_UNAVAILABLE(kCuda0);
     g_tf32 = GetParam().tf32;
     sg::set_matmul_precision(g_tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
+#if defined(SG_WITH_CUDA)
+    sg::detail::cuda::set_tf32_loop(GetParam().mma_sync ? sg::detail::cuda::Tf32Loop::MmaSync
+                                                        : sg::detail::cuda::Tf32Loop::Auto);
+#endif
     g_max_rel_error = 0;
   }
   void TearDown() override {
@@ -53,6 +62,9 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     }
     g_tf32 = false;
     sg::set_matmul_precision(sg::Precision::Float32);
+#if defined(SG_WITH_CUDA)
+    sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+#endif
   }
   sg::DType dtype() const { return GetParam().dtype; }
 };
@@ -123,9 +135,11 @@ TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                          ::testing::Values(GemmPrecision{sg::kFloat32, false}, GemmPrecision{sg::kFloat64, false},
-                                           GemmPrecision{sg::kFloat32, true}),
+                                           GemmPrecision{sg::kFloat32, true},
+                                           GemmPrecision{sg::kFloat32, true, true}),
                          [](const testing::TestParamInfo<GemmPrecision>& info) {
-                           return std::string(info.param.tf32 ? "tf32" : sg::dtype_name(info.param.dtype));
+                           if (info.param.tf32) return std::string(info.param.mma_sync ? "tf32_mma_sync" : "tf32");
+                           return std::string(sg::dtype_name(info.param.dtype));
                          });
 
 // ---- TF32 mode through the public API ---------------------------------------------------------
@@ -169,11 +183,87 @@ TEST(MatmulPrecision, Tf32AppliesToFloat32ProductsOnCudaOnly) {
   EXPECT_EQ(tf32.upper_cpu, exact.upper_cpu);
 }
 
+#if defined(SG_WITH_CUDA)
+TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
+  // The TF32 loops round operands in registers (the wgmma loop by adding half a TF32 ulp and
+  // letting the tensor cores drop the low bits): an infinity must stay an infinity and a NaN a
+  // NaN, and rows without them must stay finite and accurate. (Outputs of a poisoned row where
+  // the float64 reference is finite are not checked: the kernels multiply the infinity by the
+  // structural zeros inside its tile, inf · 0 = NaN, where the reference skips them.)
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const int64_t n = 200;
+  auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+  std::vector<double> a = sg::UpperTriangular::randn(n, f64).to_vector();
+  const std::vector<double> b = sg::UpperTriangular::randn(n, f64).to_vector();
+  const std::vector<int64_t> poisoned_rows = {3, 5, 9};
+  a[3 * n + 10] = std::numeric_limits<double>::infinity();   // row 3: ±inf from column 10 on
+  a[5 * n + 7] = std::numeric_limits<double>::quiet_NaN();   // row 5: NaN from column 7 on
+  a[9 * n + 150] = -std::numeric_limits<double>::infinity();  // row 9: ±inf from column 150 on
+  const sg::Tensor a64 = sg::UpperTriangular(sg::from_vector(a, {n, n}, f64));
+  const sg::Tensor b64 = sg::UpperTriangular(sg::from_vector(b, {n, n}, f64));
+  // The reference sums k = i … j only (the structure's non-zeros), in float64.
+  std::vector<double> ref(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j)
+      for (int64_t k = i; k <= j; ++k) ref[i * n + j] += a[i * n + k] * b[k * n + j];
+  for (int mode = 0; mode < 3; ++mode) {
+    sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
+    sg::detail::cuda::set_tf32_loop(mode == 2 ? sg::detail::cuda::Tf32Loop::MmaSync : sg::detail::cuda::Tf32Loop::Auto);
+    const std::vector<double> out =
+        sg::matmul(a64.to(sg::kFloat32).to(kCuda0), b64.to(sg::kFloat32).to(kCuda0)).to_vector();
+    int nonfinite = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool poisoned = std::count(poisoned_rows.begin(), poisoned_rows.end(), i) > 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double r = ref[i * n + j], o = out[i * n + j];
+        if (std::isnan(r)) {
+          EXPECT_TRUE(std::isnan(o)) << "mode " << mode << ", (" << i << ", " << j << "): " << o;
+          ++nonfinite;
+        } else if (std::isinf(r)) {
+          EXPECT_EQ(o, r) << "mode " << mode << ", (" << i << ", " << j << ")";
+          ++nonfinite;
+        } else if (!poisoned) {
+          ASSERT_TRUE(std::isfinite(o)) << "mode " << mode << ", (" << i << ", " << j << ")";
+          EXPECT_NEAR(o, r, 0.02 + 0.01 * std::fabs(r)) << "mode " << mode << ", (" << i << ", " << j << ")";
+        }
+      }
+    }
+    EXPECT_EQ(nonfinite, (n - 10) + (n - 7) + (n - 150)) << "mode " << mode;
+  }
+  sg::set_matmul_precision(sg::Precision::Float32);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+}
+#endif
+
 // ---- the host planner (pure host code: runs without a GPU) --------------------------------
 
 #if defined(SG_WITH_CUDA)
 using sg::detail::cuda::GemmTileConfig;
 using sg::detail::cuda::GemmWorkPlan;
+
+TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int major = 0, minor = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
+  GemmProblem p = square(300, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  p.tf32 = true;
+  p.lda = p.ldb = p.ldc = p.n;
+  const bool sm90a_build =
+#if defined(SG_CUDA_SM90A)
+      true;
+#else
+      false;
+#endif
+  const GemmTileConfig expected =
+      sm90a_build && major == 9 && minor == 0 ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
+  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
+  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+}
+
 using sg::detail::cuda::plan_structured_gemm;
 
 /// Multiply-adds a plan issues, counting whole tiles (edge tiles at full size).
@@ -184,7 +274,8 @@ double planned_macs(const GemmWorkPlan& plan) {
 }
 
 TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
-  for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64}) {
+  for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
+                                GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma}) {
     for (int64_t n : {1, 129, 1000, 4096}) {
       const GemmProblem p = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
       const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
