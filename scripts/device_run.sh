@@ -75,6 +75,10 @@ if has bench; then
   timeout 150 $build/bench/bench_gemm_cuda --tf32 --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/bench_gemm_cuda_tf32.csv" > "$OUT/bench_gemm_cuda_tf32.txt" 2>&1
   note "bench_gemm_cuda --tf32 rc=$?"
+  # The same TF32 workloads on the mma.sync loop (the wgmma loop's ablation), at 1024 and 4096.
+  timeout 100 $build/bench/bench_gemm_cuda --tf32 --mma-sync --n 1024,4096 \
+    --csv "$OUT/bench_gemm_cuda_tf32_mma_sync.csv" > "$OUT/bench_gemm_cuda_tf32_mma_sync.txt" 2>&1
+  note "bench_gemm_cuda --tf32 --mma-sync rc=$?"
   PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --tf32 --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/torch_structured_tf32.csv" > "$OUT/torch_structured_tf32.txt" 2>&1
   note "torch_structured --tf32 rc=$?"
