@@ -199,8 +199,8 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   a[3 * n + 10] = std::numeric_limits<double>::infinity();   // row 3: ±inf from column 10 on
   a[5 * n + 7] = std::numeric_limits<double>::quiet_NaN();   // row 5: NaN from column 7 on
   a[9 * n + 150] = -std::numeric_limits<double>::infinity();  // row 9: ±inf from column 150 on
-  const sg::Tensor a64 = sg::UpperTriangular(sg::from_vector(a, {n, n}, f64));
-  const sg::Tensor b64 = sg::UpperTriangular(sg::from_vector(b, {n, n}, f64));
+  const sg::Tensor a64 = sg::as_upper(sg::from_vector(a, {n, n}, f64));
+  const sg::Tensor b64 = sg::as_upper(sg::from_vector(b, {n, n}, f64));
   // The reference sums k = i … j only (the structure's non-zeros), in float64.
   std::vector<double> ref(static_cast<size_t>(n * n), 0.0);
   for (int64_t i = 0; i < n; ++i)
