@@ -880,6 +880,7 @@ struct ConfigTraits {
   double fma_per_sm_cycle;  // FP32 or FP64 lanes per SM
   double efficiency;        // fraction of those lanes the kernel keeps busy (estimate)
   int min_chunk_steps;      // shortest split chunk, in k-steps
+  double partial_scale = 1; // the partial-tile round trip of a split chunk, relative to the generic estimate
 };
 
 ConfigTraits traits_of(GemmTileConfig config) {
@@ -889,9 +890,13 @@ ConfigTraits traits_of(GemmTileConfig config) {
     // Tensor cores: about 4× the FFMA rate per SM in multiply-adds (an estimate that ranks plans).
     case GemmTileConfig::Float32Tf32: return {ConfigTf32::kTile, ConfigTf32::kKStep, 4, 512, 0.50, 8};
     // wgmma: about 1024 TF32 multiply-adds per SM cycle on H100, of which the loop keeps about
-    // 0.3 busy (measured: a 128×128×32 step every ~3500 cycles with two blocks per SM).
+    // 0.3 busy (measured: a 128×128×32 step every ~3400 cycles with two blocks per SM). Its
+    // steps are latency-bound, and so is a chunk's partial-tile store and read-back: charged
+    // 6× the generic estimate (measured on H100, Upper·Upper TF32: 1×, 3×, 6×, 12× gave 0.236,
+    // 0.231, 0.215, 0.214 ms at N = 4096 — no split is 0.215 — while 1024 and 2048 keep their
+    // splits, 0.033 and 0.055 ms, and gram at 2048 stays at 0.081 ms up to 6×, 0.094 at 12×).
     case GemmTileConfig::Float32Tf32Wgmma:
-      return {ConfigTf32Wgmma::kTile, ConfigTf32Wgmma::kKStep, 4, 1024, 0.30, 8};
+      return {ConfigTf32Wgmma::kTile, ConfigTf32Wgmma::kKStep, 4, 1024, 0.30, 8, 6.0};
     case GemmTileConfig::Float64: return {ConfigF64::kTile, ConfigF64::kKStep, 8, 64, 0.85, 16};
   }
   return {};
@@ -914,7 +919,7 @@ CostModel cost_model(const ConfigTraits& t, int blocks_per_sm) {
   CostModel model;
   model.step_cycles = double(t.tile) * t.tile * t.k_step / (t.fma_per_sm_cycle * t.efficiency / blocks_per_sm);
   model.fixed_cycles = 2000.0 + tile_bytes / (32.0 / blocks_per_sm);
-  model.partial_cycles = 2.0 * tile_bytes / (64.0 / blocks_per_sm);
+  model.partial_cycles = 2.0 * tile_bytes / (64.0 / blocks_per_sm) * t.partial_scale;
   return model;
 }
 
