@@ -81,9 +81,7 @@ struct ThreadCublasHandles {
 
 /// cuBLAS's own default workspace size: 32 MiB on Hopper and newer, 4 MiB before.
 size_t cublas_workspace_bytes(int device) {
-  int major = 0;
-  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 9 ? (size_t{32} << 20) : (size_t{4} << 20);
+  return compute_capability(device) >= 90 ? (size_t{32} << 20) : (size_t{4} << 20);
 }
 
 CublasEntry create_cublas_entry(int device) {
@@ -151,6 +149,14 @@ int sm_count(int device) {
     cached.store(count, std::memory_order_relaxed);
   }
   return count;
+}
+
+int compute_capability(int device) {
+  check_device(device);
+  int major = 0, minor = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return 10 * major + minor;
 }
 
 DeviceGuard::DeviceGuard(int device) {

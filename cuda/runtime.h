@@ -17,6 +17,8 @@ cudaStream_t stream(int device);
 cublasHandle_t cublas_handle(int device);
 /// Multiprocessor count of `device` (cached).
 int sm_count(int device);
+/// Compute capability of `device` as major·10 + minor (90 for Hopper).
+int compute_capability(int device);
 /// Throws sg::Error unless `device` exists ("cuda:3 is not available: 1 CUDA device(s) found").
 void check_device(int device);
 

@@ -126,9 +126,8 @@ struct TileConfig {
   // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100:
   // docs/structured_gemm.md.) The wgmma tiles live in dynamic shared memory (1024-byte aligned
   // for the swizzle, over the 48 KB static limit); the others in static arrays.
-  static constexpr int kStages = 2;
   static constexpr int kTileBytes = kKStep * kStride * static_cast<int>(sizeof(T));
-  static constexpr int kDynamicSmem = kWgmma ? 2 * kStages * kTileBytes + 1024 : 0;
+  static constexpr int kDynamicSmem = kWgmma ? 4 * kTileBytes + 1024 : 0;
   static_assert(kLoads >= 1 && kLoads * kThreads * kVec == kTile * kKStep, "staging covers the tile exactly");
   static_assert(kThreads % (kTile / kVec) == 0 && kThreads % (kKStep / kVec) == 0, "staging maps");
   static_assert(kTile % 64 == 0 && kKStep % kVec == 0, "tile shape");
@@ -505,7 +504,7 @@ struct OperandStager {
 #pragma unroll
         for (int j = 0; j < kVec; ++j)
           staged.value[p][j] = __uint_as_float(__float_as_uint(staged.value[p][j]) + 0x1000u);
-    } else if constexpr (Cfg::kTensorCores) {
+    } else if constexpr (Cfg::kMma) {
 #pragma unroll
       for (int p = 0; p < kLoads; ++p)
 #pragma unroll
@@ -600,7 +599,7 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
-  const int next = buffer + 1 == Cfg::kStages ? 0 : buffer + 1;
+  const int next = buffer ^ 1;
   if (has_next) {  // global loads in flight during this step's multiply-adds
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
@@ -725,10 +724,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     extern __shared__ __align__(1024) unsigned char dynamic_smem[];
     unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
     a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
-    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + Cfg::kStages * Cfg::kTileBytes);
+    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + 2 * Cfg::kTileBytes);
   } else {
-    __shared__ __align__(16) T a_static[Cfg::kStages][kKStep * kStride];
-    __shared__ __align__(16) T b_static[Cfg::kStages][kKStep * kStride];
+    __shared__ __align__(16) T a_static[2][kKStep * kStride];
+    __shared__ __align__(16) T b_static[2][kKStep * kStride];
     a_tiles = a_static;
     b_tiles = b_static;
   }
@@ -759,9 +758,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll 1
     while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
                                acc)) {
-      buffer = buffer + 1 == Cfg::kStages ? 0 : buffer + 1;
+      buffer ^= 1;
     }
-
   }
 
   if (item.chunk_count > 1) {
@@ -1132,9 +1130,7 @@ struct PlanCache {
 /// True when `device` has the TF32 MMA instructions (sm_80 and newer). Otherwise TF32 mode
 /// runs the exact float32 kernel, and the first such product says so once on stderr.
 bool tensor_cores_usable(int device) {
-  int major = 0;
-  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (major >= 8) return true;
+  if (compute_capability(device) >= 80) return true;
   static std::once_flag logged;
   std::call_once(logged, [device] {
     std::fprintf(stderr, "structgrad: cuda:%d has no TF32 tensor cores (compute capability below 8.0); "
@@ -1147,10 +1143,7 @@ bool tensor_cores_usable(int device) {
 /// capability 9.0 only) and the device is 9.0.
 bool wgmma_usable(int device) {
 #if defined(SG_CUDA_SM90A)
-  int major = 0, minor = 0;
-  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  SG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
+  return compute_capability(device) == 90;
 #else
   (void)device;
   return false;
