@@ -33,6 +33,7 @@ struct Options {
   std::string csv;
   bool tf32 = false;
   bool mma_sync = false;  // TF32 on the mma.sync loop even where wgmma runs (the ablation)
+  bool no_tma = false;    // TF32 on the wgmma loop with every tile staged through registers
 };
 
 struct Row {
@@ -65,8 +66,10 @@ Options parse(int argc, char** argv) {
     else if (arg == "--csv") o.csv = next();
     else if (arg == "--tf32") o.tf32 = true;
     else if (arg == "--mma-sync") o.mma_sync = true;
+    else if (arg == "--no-tma") o.no_tma = true;
     else {
-      std::fprintf(stderr, "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32 [--mma-sync]]\n");
+      std::fprintf(stderr,
+                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32 [--mma-sync | --no-tma]]\n");
       std::exit(2);
     }
   }
@@ -322,9 +325,12 @@ int main(int argc, char** argv) {
   try {
     if (options.tf32) sg::set_matmul_precision(sg::Precision::TF32);
     if (options.mma_sync) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
+    if (options.no_tma) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
     std::printf("bench_gemm_cuda on %s, float32 %s, median of %d\n", sg::cuda::device_name().c_str(),
-                !options.tf32 ? "exact (FFMA)" : options.mma_sync ? "TF32 (tensor cores, mma.sync loop)"
-                                                                  : "TF32 (tensor cores)",
+                !options.tf32          ? "exact (FFMA)"
+                : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
+                : options.no_tma       ? "TF32 (tensor cores, register-staged tiles)"
+                                       : "TF32 (tensor cores)",
                 options.reps);
     Bench bench(options);
     for (int64_t n : options.sizes) bench.run_size(n);

@@ -4,6 +4,8 @@
 // that caches each plan on the device. The design and its reasons: docs/structured_gemm.md.
 #include "cuda/structured_gemm.h"
 
+#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled prototype (called through the runtime's entry point)
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -67,6 +69,13 @@ struct GemmArgs {
   const GemmWorkItem* items;
   int* counters;     // one arrival counter per split tile, 0 between launches
   T* partials;       // partial_tiles × kTile² workspace
+};
+
+/// wgmma loop only: TMA maps of the operands whose fast-path tiles are outer-major (a kTile ×
+/// kKStep box in the 128-byte swizzle, the wgmma tile layout); a separate kernel parameter
+/// (__grid_constant__, as TMA requires) so the other configs' arguments keep their layout.
+struct TmaMaps {
+  CUtensorMap a, b;
 };
 
 // =============================================================================================
@@ -295,6 +304,45 @@ __device__ __forceinline__ void fence_shared_for_async_proxy() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
+// ---- TMA (sm_90): tile copies global → shared by the tensor memory accelerator --------------
+// A copy completes on an mbarrier: one thread arms the barrier with the byte count
+// (arrive.expect_tx, the barrier's only arrival) and issues the copies; every thread then waits
+// for the phase. The copies bypass the load/store unit and the registers.
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, int count) {
+#if SG_HAS_WGMMA
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if SG_HAS_WGMMA
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+#if SG_HAS_WGMMA
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+/// Copies the box at (k, outer) of `map` into the shared tile at `dst`, completing on `bar`.
+__device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map, int k, int outer, uint64_t* bar) {
+#if SG_HAS_WGMMA
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          shared_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(outer), "r"(shared_address(bar))
+      : "memory");
+#endif
+}
+
 template <int R, int C>
 __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R][C]) {
 #pragma unroll
@@ -364,7 +412,9 @@ struct StagedTile {
   bool along_k;  // true: value[p] is kVec consecutive k at one outer (outer-major map)
 };
 
-template <class Cfg>
+// kTma (wgmma loop, outer-major fast path, TMA map available): the fast-path k-steps come by
+// TMA and the register fast path is compiled out; the other steps are staged as usual.
+template <class Cfg, bool kTma = false>
 struct OperandStager {
   using T = typename Cfg::Scalar;
   static constexpr int kVec = Cfg::kVec, kLoads = Cfg::kLoads, kStride = Cfg::kStride;
@@ -424,9 +474,17 @@ struct OperandStager {
     fast_k_bytes = static_cast<int>(fast_outer_major ? sizeof(T) : sizeof(T) * v.ld);
   }
 
+  /// Whether the k-step tile at k0 comes by TMA (uniform over the block).
+  __device__ __forceinline__ bool by_tma(int k0) const {
+    if constexpr (!kTma) return false;
+    else return fast_outer_major && k0 >= fast_k_lo && k0 <= fast_k_last;
+  }
+
   // Fetches the k-step tile at k0 (one IMAD.WIDE per fast-path address).
   __device__ __forceinline__ void fetch(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
-    if (k0 >= fast_k_lo && k0 <= fast_k_last) {
+    if constexpr (kTma) {  // the fast-path steps come by the block's TMA copy; the register fast path is compiled out
+      if (!by_tma(k0)) fetch_general(v, k0, staged);
+    } else if (k0 >= fast_k_lo && k0 <= fast_k_last) {
       const T* first = reinterpret_cast<const T*>(fast_base + static_cast<int64_t>(k0) * fast_k_bytes);
       const int64_t pass_stride = (fast_outer_major ? kOuterMajorRowsPerPass : kKMajorPassK) * v.ld;
 #pragma unroll
@@ -525,6 +583,14 @@ struct OperandStager {
     }
   }
 
+  /// Stores the tile fetched for k0, unless it comes by TMA.
+  __device__ __forceinline__ void store_at(int k0, T* tile, StagedTile<Cfg>& staged) const {
+    if constexpr (kTma) {
+      if (by_tma(k0)) return;
+    }
+    store(tile, staged);
+  }
+
   // The wgmma tile: element (outer, k) at outer·kKStep + ((k/4) ^ (outer mod 8))·4 + k mod 4,
   // every store one 16-byte chunk of 4 consecutive k.
   __device__ __forceinline__ static T* swizzled_chunk(T* tile, int outer, int k) {
@@ -588,14 +654,28 @@ __device__ __forceinline__ void store_segment(T* c, int64_t ldc, int row, int co
 // Returns false after the last step.
 // =============================================================================================
 
-template <class Cfg>
+// The wgmma loop's TMA copies of the k-step tiles at k0 (those the stagers say come by TMA),
+// issued by thread 0 and completing on `bar`.
+template <class Cfg, class StagerA, class StagerB>
+__device__ __forceinline__ void issue_tma(const TmaMaps& maps, const StagerA& stage_a,
+                                          const StagerB& stage_b, int k0, float* a_tile, float* b_tile,
+                                          uint64_t* bar) {
+  const bool a = stage_a.by_tma(k0), b = stage_b.by_tma(k0);
+  if (threadIdx.x != 0 || !(a || b)) return;
+  mbarrier_arrive_expect_tx(bar, (int(a) + int(b)) * Cfg::kTileBytes);
+  if (a) tma_load_tile(a_tile, &maps.a, k0, stage_a.outer0, bar);
+  if (b) tma_load_tile(b_tile, &maps.b, k0, stage_b.outer0, bar);
+}
+
+template <class Cfg, class StagerA, class StagerB>
 __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scalar>& args, int& k0, int k_end,
-                                               int buffer, OperandStager<Cfg>& stage_a,
-                                               OperandStager<Cfg>& stage_b, StagedTile<Cfg>& staged_a,
+                                               int buffer, const StagerA& stage_a,
+                                               const StagerB& stage_b, StagedTile<Cfg>& staged_a,
                                                StagedTile<Cfg>& staged_b,
                                                typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                               typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
+                                               typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol],
+                                               const TmaMaps& maps, uint64_t* tma_bars, uint32_t& tma_phase) {
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
@@ -603,8 +683,14 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   if (has_next) {  // global loads in flight during this step's multiply-adds
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
+    if constexpr (Cfg::kWgmma)  // buffer `next` was last read by step t-1's MMAs, done before its barrier
+      issue_tma<Cfg>(maps, stage_a, stage_b, k0 + Cfg::kKStep, a_tiles[next], b_tiles[next], tma_bars + next);
   }
   if constexpr (Cfg::kWgmma) {
+    if (stage_a.by_tma(k0) || stage_b.by_tma(k0)) {  // this step's TMA copies have landed
+      mbarrier_wait(tma_bars + buffer, (tma_phase >> buffer) & 1);
+      tma_phase ^= 1u << buffer;
+    }
     // Four k8 slices on the tensor cores, asynchronously: the staging of step t+1 below runs
     // while they execute. Warpgroup w multiplies rows 64w … 64w + 63 of A (8 KB into the
     // tile) by all of B; a k8 slice is 32 bytes further along each 128-byte row.
@@ -620,8 +706,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     wgmma_fence_operands(acc);
     if (has_next) {
       // Buffer `next` was last read by the MMAs of step t-1, complete before its barrier.
-      OperandStager<Cfg>::store(a_tiles[next], staged_a);
-      OperandStager<Cfg>::store(b_tiles[next], staged_b);
+      stage_a.store_at(k0 + Cfg::kKStep, a_tiles[next], staged_a);
+      stage_b.store_at(k0 + Cfg::kKStep, b_tiles[next], staged_b);
       fence_shared_for_async_proxy();
     }
     // This step's MMAs done before the barrier: after it, step t+2 is stored into their buffer.
@@ -684,8 +770,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     }
     if (has_next) {
       // The other buffer was last read in the previous step, before its closing barrier.
-      OperandStager<Cfg>::store(a_tiles[next], staged_a);
-      OperandStager<Cfg>::store(b_tiles[next], staged_b);
+      StagerA::store(a_tiles[next], staged_a);
+      StagerB::store(b_tiles[next], staged_b);
     }
   }
   __syncthreads();
@@ -710,9 +796,39 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
 // alpha and the mask, and resets the counter for the next launch.
 // =============================================================================================
 
-template <class Cfg>
+/// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
+/// the operand's fast-path steps come by TMA (wgmma loop only).
+template <class Cfg, bool kTmaA, bool kTmaB>
+__device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
+                                       int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                       typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
+                                       typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMaps& maps,
+                                       uint64_t* tma_bars) {
+  const OperandStager<Cfg, kTmaA> stage_a(args.a, row0, item.k_begin, item.k_end);
+  const OperandStager<Cfg, kTmaB> stage_b(args.b, col0, item.k_begin, item.k_end);
+  StagedTile<Cfg> staged_a, staged_b;
+  if constexpr (kTmaA || kTmaB) issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
+  stage_a.fetch(args.a, item.k_begin, staged_a);
+  stage_b.fetch(args.b, item.k_begin, staged_b);
+  stage_a.store_at(item.k_begin, a_tiles[0], staged_a);
+  stage_b.store_at(item.k_begin, b_tiles[0], staged_b);
+  if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
+  __syncthreads();
+  int k0 = item.k_begin;
+  int buffer = 0;
+  uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
+#pragma unroll 1
+  while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles, acc,
+                             maps, tma_bars, tma_phase)) {
+    buffer ^= 1;
+  }
+}
+
+// kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and its outer-major fast-path
+// k-steps come by TMA (one kernel instance per combination, so each keeps its registers).
+template <class Cfg, bool kTmaA = false, bool kTmaB = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
+    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args, const __grid_constant__ TmaMaps maps) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
   constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
@@ -732,6 +848,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     b_tiles = b_static;
   }
   __shared__ int last_chunk;
+  __shared__ uint64_t tma_bars[2];  // wgmma loop: one TMA completion barrier per buffer
 
   const GemmWorkItem item = args.items[blockIdx.x];
   const int tid = threadIdx.x;
@@ -744,22 +861,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
 
   if (item.k_begin < item.k_end) {
-    Stager stage_a(args.a, row0, item.k_begin, item.k_end);
-    Stager stage_b(args.b, col0, item.k_begin, item.k_end);
-    StagedTile<Cfg> staged_a, staged_b;
-    stage_a.fetch(args.a, item.k_begin, staged_a);
-    stage_b.fetch(args.b, item.k_begin, staged_b);
-    Stager::store(a_tiles[0], staged_a);
-    Stager::store(b_tiles[0], staged_b);
-    if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
-    __syncthreads();
-    int k0 = item.k_begin;
-    int buffer = 0;
-#pragma unroll 1
-    while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles,
-                               acc)) {
-      buffer ^= 1;
+    if constexpr (kTmaA || kTmaB) {
+      if (tid == 0) {
+        mbarrier_init(tma_bars, 1);
+        mbarrier_init(tma_bars + 1, 1);
+      }
+      __syncthreads();
     }
+    k_loop<Cfg, kTmaA, kTmaB>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars);
   }
 
   if (item.chunk_count > 1) {
@@ -1087,9 +1196,13 @@ template <class Cfg>
 int blocks_per_sm_of() {
   // Dynamic shared memory over 48 KB needs the kernel's limit raised (per device; the plan of
   // every problem is built, on its device, before its first launch).
-  if constexpr (Cfg::kDynamicSmem > 0)
-    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       Cfg::kDynamicSmem));
+  if constexpr (Cfg::kDynamicSmem > 0) {
+    for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, false, false>),
+                               reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, true, false>),
+                               reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, false, true>),
+                               reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, true, true>)})
+      SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmem));
+  }
   int blocks = 0;
   SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
                                                               Cfg::kDynamicSmem));
@@ -1160,7 +1273,7 @@ PlanCache& plan_cache() {
 const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const GemmSchedule schedule = gemm_schedule();
   const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
-  const bool wgmma = tf32 && tf32_loop() == Tf32Loop::Auto && wgmma_usable(device);
+  const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
   const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule),
                     int(tf32) + int(wgmma)};
   PlanCache& cache = plan_cache();
@@ -1221,12 +1334,63 @@ OperandView<T> operand_view(const void* data, GemmOperand d, bool is_b, int64_t 
   return v;
 }
 
+// ---- TMA maps for the wgmma loop ----------------------------------------------------------
+using TensorMapEncoder = decltype(&cuTensorMapEncodeTiled);
+
+/// The driver's cuTensorMapEncodeTiled, through the runtime (no link against libcuda); null
+/// when the driver does not offer it (then every tile goes through the stagers).
+TensorMapEncoder tensor_map_encoder() {
+  static const TensorMapEncoder encoder = []() -> TensorMapEncoder {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // clear the sticky-free error state; the stagers do the work
+      return nullptr;
+    }
+    return reinterpret_cast<TensorMapEncoder>(fn);
+  }();
+  return encoder;
+}
+
+/// Encodes the wgmma tile box — kTile outer rows × kKStep k, in the 128-byte swizzle — over an
+/// outer-major operand (V(outer, k) at data[outer·ld + k]: A not transposed, B transposed).
+/// False where TMA does not take the operand: k-major layouts (TF32 wgmma reads K-major tiles
+/// only, so those need the stager's register transpose), Symmetric operands (their tiles
+/// switch between the stored and the mirrored triangle; measured, TMA on their stored part
+/// gained nothing on Sym·Dense and lost 3–8 % on Sym·Sym), unaligned operands.
+bool encode_tile_map(const OperandView<float>& v, int64_t k_extent, CUtensorMap* map) {
+  const bool usable = v.layout == Layout::OuterMajor && v.pattern != Pattern::Symmetric && v.vector_ok;
+  const TensorMapEncoder encode = tensor_map_encoder();
+  if (!usable || v.extent < 1 || k_extent < 1 || encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k_extent), static_cast<cuuint64_t>(v.extent)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(v.ld) * sizeof(float)};
+  const cuuint32_t box[2] = {ConfigTf32Wgmma::kKStep, ConfigTf32Wgmma::kTile};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult result =
+      encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(v.data), dims, strides, box,
+             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  SG_CHECK(result == CUDA_SUCCESS, "structured gemm: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(result),
+           ") for a ", v.extent, "x", k_extent, " operand with leading dimension ", v.ld);
+  return true;
+}
+
 template <class Cfg>
 void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   using T = typename Cfg::Scalar;
   GemmArgs<T> args;
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
   args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
+  TmaMaps maps{};
+  bool a_tma = false, b_tma = false;
+  if constexpr (Cfg::kWgmma) {
+    if (tf32_loop() == Tf32Loop::Auto) {
+      a_tma = encode_tile_map(args.a, p.k, &maps.a);
+      b_tma = encode_tile_map(args.b, p.k, &maps.b);
+    }
+  }
   args.c = static_cast<T*>(p.c_data);
   args.ldc = p.ldc;
   args.m = static_cast<int32_t>(p.m);
@@ -1243,7 +1407,13 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   Storage workspace(workspace_bytes, Device(DeviceType::CUDA, device));
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
-  structured_gemm_kernel<Cfg><<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args);
+  auto kernel = structured_gemm_kernel<Cfg, false, false>;
+  if constexpr (Cfg::kWgmma) {
+    if (a_tma && b_tma) kernel = structured_gemm_kernel<Cfg, true, true>;
+    else if (a_tma) kernel = structured_gemm_kernel<Cfg, true, false>;
+    else if (b_tma) kernel = structured_gemm_kernel<Cfg, false, true>;
+  }
+  kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args, maps);
   SG_CUDA_CHECK_LAUNCH("structured_gemm_kernel");
 }
 

@@ -73,9 +73,11 @@ void set_gemm_schedule(GemmSchedule schedule);
 GemmSchedule gemm_schedule();
 
 /// Which tensor-core loop TF32 mode runs. Auto: wgmma where the device is compute capability
-/// 9.0 and the library was built for sm_90a, mma.sync on other sm_80+ devices. MmaSync forces
-/// the mma.sync loop everywhere (for tests and the benchmark's ablation).
-enum class Tf32Loop : uint8_t { Auto, MmaSync };
+/// 9.0 and the library was built for sm_90a (outer-major operands' tiles copied by TMA), mma.sync
+/// on other sm_80+ devices. WgmmaStaged: the wgmma loop with every tile staged through
+/// registers (no TMA). MmaSync: the mma.sync loop everywhere. (For tests and the benchmark's
+/// ablations.)
+enum class Tf32Loop : uint8_t { Auto, WgmmaStaged, MmaSync };
 void set_tf32_loop(Tf32Loop loop);
 Tf32Loop tf32_loop();
 

@@ -79,6 +79,10 @@ if has bench; then
   timeout 100 $build/bench/bench_gemm_cuda --tf32 --mma-sync --n 1024,4096 \
     --csv "$OUT/bench_gemm_cuda_tf32_mma_sync.csv" > "$OUT/bench_gemm_cuda_tf32_mma_sync.txt" 2>&1
   note "bench_gemm_cuda --tf32 --mma-sync rc=$?"
+  # And on the wgmma loop with every tile register-staged (the TMA copies' ablation).
+  timeout 100 $build/bench/bench_gemm_cuda --tf32 --no-tma --n 1024,4096 \
+    --csv "$OUT/bench_gemm_cuda_tf32_no_tma.csv" > "$OUT/bench_gemm_cuda_tf32_no_tma.txt" 2>&1
+  note "bench_gemm_cuda --tf32 --no-tma rc=$?"
   PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --tf32 --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/torch_structured_tf32.csv" > "$OUT/torch_structured_tf32.txt" 2>&1
   note "torch_structured --tf32 rc=$?"

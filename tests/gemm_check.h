@@ -72,19 +72,21 @@ struct Checked {
 
 /// Runs C = alpha·op(A)·op(B) through `device`'s backend with storages filled with random
 /// values (also outside the structures) and C poisoned with NaN, and compares with the
-/// float64 reference.
-inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng) {
+/// float64 reference. `pad`: extra (random) columns in A's and B's storage rows, so the
+/// leading dimensions exceed the operands' widths.
+inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng,
+                               int64_t pad = 0) {
   const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
   const int64_t b_rows = p.b.trans ? p.n : p.k, b_cols = p.b.trans ? p.k : p.n;
   const auto opts = sg::TensorOptions().dtype(dtype);
-  sg::Tensor a = sg::from_vector(random_values(a_rows * a_cols, rng), {a_rows, a_cols}, opts);
-  sg::Tensor b = sg::from_vector(random_values(b_rows * b_cols, rng), {b_rows, b_cols}, opts);
+  sg::Tensor a = sg::from_vector(random_values(a_rows * (a_cols + pad), rng), {a_rows, a_cols + pad}, opts);
+  sg::Tensor b = sg::from_vector(random_values(b_rows * (b_cols + pad), rng), {b_rows, b_cols + pad}, opts);
   // The host reference reads the same (rounded) values the device gets.
   GemmProblem host = p;
   host.a_data = a.data_ptr();
   host.b_data = b.data_ptr();
-  host.lda = a_cols;
-  host.ldb = b_cols;
+  host.lda = a_cols + pad;
+  host.ldb = b_cols + pad;
   host.ldc = p.n;
   std::vector<double> reference(static_cast<size_t>(p.m * p.n));
   sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
@@ -164,13 +166,15 @@ inline double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 
 /// The largest relative error seen since the last reset (tests print it: the measured figure).
 inline double g_max_rel_error = 0;
 
-#define SG_EXPECT_PRODUCT(device, problem, dtype, rng)                                               \
+#define SG_EXPECT_PRODUCT_PADDED(device, problem, dtype, rng, pad)                                   \
   do {                                                                                               \
-    const Checked checked_ = run_and_compare((device), (problem), (dtype), (rng));                   \
+    const Checked checked_ = run_and_compare((device), (problem), (dtype), (rng), (pad));            \
     ::sgtest::gemm::g_max_rel_error = std::max(::sgtest::gemm::g_max_rel_error, checked_.rel_error); \
-    EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype));                 \
-    EXPECT_TRUE(checked_.failure.empty()) << describe((problem), (dtype)) << ": " << checked_.failure; \
+    EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype)) << " pad=" << (pad); \
+    EXPECT_TRUE(checked_.failure.empty())                                                            \
+        << describe((problem), (dtype)) << " pad=" << (pad) << ": " << checked_.failure;             \
   } while (0)
+#define SG_EXPECT_PRODUCT(device, problem, dtype, rng) SG_EXPECT_PRODUCT_PADDED(device, problem, dtype, rng, 0)
 
 /// Every descriptor pair under the Full and Upper masks, and every A·Aᵀ-shaped pair (the
 /// products whose result is symmetric) under the Symmetric mask, at size n.

@@ -35,11 +35,13 @@ using sg::detail::OutputMask;
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
 /// float32 (exact), float64, and float32 in TF32 mode: on its default tensor-core loop (wgmma
-/// on an sm_90a build on compute capability 9.0, else mma.sync) and forced to mma.sync.
+/// with TMA copies on an sm_90a build on compute capability 9.0, else mma.sync), on the wgmma
+/// loop with every tile register-staged, and forced to mma.sync.
 struct GemmPrecision {
   sg::DType dtype;
   bool tf32;
   bool mma_sync = false;
+  bool staged = false;
 };
 
 class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
@@ -50,6 +52,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::set_matmul_precision(g_tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
 #if defined(SG_WITH_CUDA)
     sg::detail::cuda::set_tf32_loop(GetParam().mma_sync ? sg::detail::cuda::Tf32Loop::MmaSync
+                                    : GetParam().staged ? sg::detail::cuda::Tf32Loop::WgmmaStaged
                                                         : sg::detail::cuda::Tf32Loop::Auto);
 #endif
     g_max_rel_error = 0;
@@ -111,6 +114,28 @@ TEST_P(CudaGemm, RectangularDenseOperandsBesideStructuredOnes) {
   }
 }
 
+TEST_P(CudaGemm, PaddedLeadingDimensions) {
+  // Storage rows longer than the operands (ld > width). Four extra elements keep float32 rows
+  // 16-byte aligned: the vector paths take them, and in TF32 on sm_90a so do the TMA copies of
+  // outer-major operands, whose tensor maps carry the row stride. One extra element leaves
+  // the rows unaligned: the per-element path. Sizes past one 128 tile, so full fast-path tiles
+  // exist, and an inner dimension that is not a tile multiple.
+  std::mt19937_64 rng(6);
+  const sg::DType dtype = this->dtype();
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  for (int64_t pad : {1, 4}) {
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, upper, upper, OutputMask::Upper), dtype, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, dense, lower_t, OutputMask::Upper), dtype, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, dense_t, upper, OutputMask::Full), dtype, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, symmetric, dense, OutputMask::Full), dtype, rng, pad);
+    GemmProblem gram_shaped = square(300, dense, dense_t, OutputMask::Upper);
+    gram_shaped.k = 333;
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, gram_shaped, dtype, rng, pad);
+  }
+}
+
 TEST_P(CudaGemm, LargeMatmulTableProductsAt1000And1024) {
   std::mt19937_64 rng(3);
   for (int64_t n : {1000, 1024})
@@ -136,9 +161,13 @@ TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                          ::testing::Values(GemmPrecision{sg::kFloat32, false}, GemmPrecision{sg::kFloat64, false},
                                            GemmPrecision{sg::kFloat32, true},
+                                           GemmPrecision{sg::kFloat32, true, false, true},
                                            GemmPrecision{sg::kFloat32, true, true}),
                          [](const testing::TestParamInfo<GemmPrecision>& info) {
-                           if (info.param.tf32) return std::string(info.param.mma_sync ? "tf32_mma_sync" : "tf32");
+                           if (info.param.tf32)
+                             return std::string(info.param.mma_sync ? "tf32_mma_sync"
+                                                : info.param.staged ? "tf32_staged"
+                                                                    : "tf32");
                            return std::string(sg::dtype_name(info.param.dtype));
                          });
 
@@ -206,9 +235,15 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j)
       for (int64_t k = i; k <= j; ++k) ref[i * n + j] += a[i * n + k] * b[k * n + j];
-  for (int mode = 0; mode < 3; ++mode) {
+  // Modes: exact float32; TF32 on the default loop (on sm_90a, the TMA'd tiles reach the tensor
+  // cores unrounded: truncation keeps infinities and the quiet NaN too); on the register-staged
+  // wgmma loop; on mma.sync.
+  const sg::detail::cuda::Tf32Loop loops[4] = {sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
+                                               sg::detail::cuda::Tf32Loop::WgmmaStaged,
+                                               sg::detail::cuda::Tf32Loop::MmaSync};
+  for (int mode = 0; mode < 4; ++mode) {
     sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
-    sg::detail::cuda::set_tf32_loop(mode == 2 ? sg::detail::cuda::Tf32Loop::MmaSync : sg::detail::cuda::Tf32Loop::Auto);
+    sg::detail::cuda::set_tf32_loop(loops[mode]);
     const std::vector<double> out =
         sg::matmul(a64.to(sg::kFloat32).to(kCuda0), b64.to(sg::kFloat32).to(kCuda0)).to_vector();
     int nonfinite = 0;
@@ -258,6 +293,8 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
 #endif
   const GemmTileConfig expected =
       sm90a_build && major == 9 && minor == 0 ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
+  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
