@@ -30,7 +30,9 @@ struct GemmOperand {
 };
 
 /// A fully resolved product on raw row-major buffers (what a kernel receives).
-/// Leading dimensions are the storage row lengths: lda = trans_a ? m : k, ldb = trans_b ? k : n.
+/// Leading dimensions are the storage row strides, at least the row lengths (lda ≥ trans_a ? m : k,
+/// ldb ≥ trans_b ? k : n); the library's tensors are packed, so it passes exactly those, and
+/// the float64 reference and the CUDA kernels also take longer rows (the padded-row tests).
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   GemmOperand a, b;

@@ -12,11 +12,13 @@ namespace {
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// op(X) as a dense matrix of `rows`×`cols`, honouring the descriptor.
+// op(X) as a dense matrix of `rows`×`cols`, honouring the descriptor; storage rows `ld` apart
+// (0: packed).
 template <typename S, typename T>
-RowMat<T> logical_operand(const void* data, GemmOperand d, int64_t rows, int64_t cols) {
+RowMat<T> logical_operand(const void* data, GemmOperand d, int64_t rows, int64_t cols, int64_t ld) {
   const int64_t srows = d.trans ? cols : rows, scols = d.trans ? rows : cols;
-  Eigen::Map<const RowMat<S>> stored(static_cast<const S*>(data), srows, scols);
+  Eigen::Map<const RowMat<S>, 0, Eigen::OuterStride<>> stored(static_cast<const S*>(data), srows, scols,
+                                                              Eigen::OuterStride<>(ld > 0 ? ld : scols));
   RowMat<T> x = d.trans ? RowMat<T>(stored.transpose().template cast<T>())
                         : RowMat<T>(stored.template cast<T>());
   switch (d.kind) {
@@ -34,8 +36,8 @@ RowMat<T> logical_operand(const void* data, GemmOperand d, int64_t rows, int64_t
 
 template <typename S, typename T>
 RowMat<T> reference_product(const GemmProblem& p) {
-  RowMat<T> a = logical_operand<S, T>(p.a_data, p.a, p.m, p.k);
-  RowMat<T> b = logical_operand<S, T>(p.b_data, p.b, p.k, p.n);
+  RowMat<T> a = logical_operand<S, T>(p.a_data, p.a, p.m, p.k, p.lda);
+  RowMat<T> b = logical_operand<S, T>(p.b_data, p.b, p.k, p.n, p.ldb);
   RowMat<T> c = RowMat<T>::Zero(p.m, p.n);
   if (p.k > 0) c.noalias() = a * b;
   c *= static_cast<T>(p.alpha);
