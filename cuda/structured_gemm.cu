@@ -77,6 +77,10 @@ struct GemmArgs {
 struct TmaMaps {
   CUtensorMap a, b;
 };
+/// What the other configs get in its place, so their kernels keep the parameters they had.
+struct NoTmaMaps {};
+template <class Cfg>
+using TmaMapsOf = std::conditional_t<Cfg::kWgmma, TmaMaps, NoTmaMaps>;
 
 // =============================================================================================
 // Kernel configurations.
@@ -675,7 +679,7 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
                                                typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol],
-                                               const TmaMaps& maps, uint64_t* tma_bars, uint32_t& tma_phase) {
+                                               const TmaMapsOf<Cfg>& maps, uint64_t* tma_bars, uint32_t& tma_phase) {
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
@@ -802,7 +806,7 @@ template <class Cfg, bool kTmaA, bool kTmaB>
 __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                       typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMaps& maps,
+                                       typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
                                        uint64_t* tma_bars) {
   const OperandStager<Cfg, kTmaA> stage_a(args.a, row0, item.k_begin, item.k_end);
   const OperandStager<Cfg, kTmaB> stage_b(args.b, col0, item.k_begin, item.k_end);
@@ -828,7 +832,7 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
 // k-steps come by TMA (one kernel instance per combination, so each keeps its registers).
 template <class Cfg, bool kTmaA = false, bool kTmaB = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args, const __grid_constant__ TmaMaps maps) {
+    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args, const __grid_constant__ TmaMapsOf<Cfg> maps) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
   constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
@@ -1383,7 +1387,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   GemmArgs<T> args;
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
   args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
-  TmaMaps maps{};
+  TmaMapsOf<Cfg> maps{};
   bool a_tma = false, b_tma = false;
   if constexpr (Cfg::kWgmma) {
     if (tf32_loop() == Tf32Loop::Auto) {
