@@ -77,7 +77,7 @@ struct GemmArgs {
 struct TmaMaps {
   CUtensorMap a, b;
 };
-/// What the other configs get in its place, so their kernels keep the parameters they had.
+/// The other configs' stand-in in the shared block body (their kernels take no maps).
 struct NoTmaMaps {};
 template <class Cfg>
 using TmaMapsOf = std::conditional_t<Cfg::kWgmma, TmaMaps, NoTmaMaps>;
@@ -828,11 +828,11 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   }
 }
 
-// kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and its outer-major fast-path
-// k-steps come by TMA (one kernel instance per combination, so each keeps its registers).
-template <class Cfg, bool kTmaA = false, bool kTmaB = false>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args, const __grid_constant__ TmaMapsOf<Cfg> maps) {
+// The body of one block. kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and
+// its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
+// keeps its registers).
+template <class Cfg, bool kTmaA, bool kTmaB>
+__device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
   constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
@@ -964,6 +964,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
     }
   }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
+  gemm_block<Cfg, false, false>(args, TmaMapsOf<Cfg>{});
+}
+
+// The wgmma config with TMA copies for A, B or both; the maps are a __grid_constant__
+// parameter, as TMA requires (the other kernels keep the parameters they had).
+template <class Cfg, bool kTmaA, bool kTmaB>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    structured_gemm_tma_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
+  gemm_block<Cfg, kTmaA, kTmaB>(args, maps);
 }
 
 // =============================================================================================
@@ -1201,10 +1215,10 @@ int blocks_per_sm_of() {
   // Dynamic shared memory over 48 KB needs the kernel's limit raised (per device; the plan of
   // every problem is built, on its device, before its first launch).
   if constexpr (Cfg::kDynamicSmem > 0) {
-    for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, false, false>),
-                               reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, true, false>),
-                               reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, false, true>),
-                               reinterpret_cast<const void*>(structured_gemm_kernel<Cfg, true, true>)})
+    for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_kernel<Cfg>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, false>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, false, true>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>)})
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmem));
   }
   int blocks = 0;
@@ -1387,7 +1401,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   GemmArgs<T> args;
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
   args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
-  TmaMapsOf<Cfg> maps{};
+  TmaMaps maps{};
   bool a_tma = false, b_tma = false;
   if constexpr (Cfg::kWgmma) {
     if (tf32_loop() == Tf32Loop::Auto) {
@@ -1411,13 +1425,17 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   Storage workspace(workspace_bytes, Device(DeviceType::CUDA, device));
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
-  auto kernel = structured_gemm_kernel<Cfg, false, false>;
   if constexpr (Cfg::kWgmma) {
-    if (a_tma && b_tma) kernel = structured_gemm_kernel<Cfg, true, true>;
-    else if (a_tma) kernel = structured_gemm_kernel<Cfg, true, false>;
-    else if (b_tma) kernel = structured_gemm_kernel<Cfg, false, true>;
+    if (a_tma || b_tma) {
+      auto kernel = a_tma && b_tma ? structured_gemm_tma_kernel<Cfg, true, true>
+                    : a_tma        ? structured_gemm_tma_kernel<Cfg, true, false>
+                                   : structured_gemm_tma_kernel<Cfg, false, true>;
+      kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args, maps);
+      SG_CUDA_CHECK_LAUNCH("structured_gemm_tma_kernel");
+      return;
+    }
   }
-  kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args, maps);
+  structured_gemm_kernel<Cfg><<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args);
   SG_CUDA_CHECK_LAUNCH("structured_gemm_kernel");
 }
 
