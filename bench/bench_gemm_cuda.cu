@@ -34,6 +34,7 @@ struct Options {
   bool tf32 = false;
   bool mma_sync = false;  // TF32 on the mma.sync loop even where wgmma runs (the ablation)
   bool no_tma = false;    // TF32 on the wgmma loop with every tile staged through registers
+  bool tma_outer_major = false;  // TF32 on the wgmma loop, TMA for outer-major operands only
 };
 
 struct Row {
@@ -67,9 +68,11 @@ Options parse(int argc, char** argv) {
     else if (arg == "--tf32") o.tf32 = true;
     else if (arg == "--mma-sync") o.mma_sync = true;
     else if (arg == "--no-tma") o.no_tma = true;
+    else if (arg == "--tma-outer-major") o.tma_outer_major = true;
     else {
       std::fprintf(stderr,
-                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32 [--mma-sync | --no-tma]]\n");
+                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major]]\n");
       std::exit(2);
     }
   }
@@ -255,6 +258,27 @@ void Bench::run_size(int64_t n) {
       add(n, workload, "cuBLAS 3×SGEMM", dense_fwd_bwd, flops);
     }
   }
+  // Upper·Upper's two gradient products alone, as the backward launches them (where its
+  // fwd+bwd time goes): dA = triu(G·Bᵀ), both operands outer-major in memory; dB = triu(Aᵀ·G),
+  // both k-major.
+  for (bool grad_b : {false, true}) {
+    sg::detail::GemmProblem g;
+    g.m = g.n = g.k = n;
+    g.a = {grad_b ? sg::detail::OperandKind::Lower : sg::detail::OperandKind::Upper, grad_b};
+    g.b = {grad_b ? sg::detail::OperandKind::Upper : sg::detail::OperandKind::Lower, !grad_b};
+    g.mask = sg::detail::OutputMask::Upper;
+    g.lda = g.ldb = g.ldc = n;
+    g.tf32 = options_.tf32;
+    g.c_data = ptr(out);
+    const char* workload = grad_b ? "upper·upper bwd dB=triu(Aᵀ·G)" : "upper·upper bwd dA=triu(G·Bᵀ)";
+    add(n, workload, "structgrad", time([&](int r) {
+          g.a_data = grad_b ? ptr(upper_a[r % sets]) : ptr(grad_out);
+          g.b_data = grad_b ? ptr(grad_out) : ptr(upper_b[r % sets]);
+          sg::detail::cuda::launch_structured_gemm(g, sg::kFloat32, 0);
+        }),
+        n3 / 3);
+  }
+
   // gram: forward n³ useful flops (one triangle), backward dA = 2·G·a with G symmetric: 2n³.
   forward_backward("gram a·aᵀ fwd+bwd", 3 * n3, dense_a, nullptr);
   const double dense_gram_fwd_bwd = time([&](int r) {  // a·aᵀ and G·a as two SGEMMs
@@ -326,10 +350,12 @@ int main(int argc, char** argv) {
     if (options.tf32) sg::set_matmul_precision(sg::Precision::TF32);
     if (options.mma_sync) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
     if (options.no_tma) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
+    if (options.tma_outer_major) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
     std::printf("bench_gemm_cuda on %s, float32 %s, median of %d\n", sg::cuda::device_name().c_str(),
                 !options.tf32          ? "exact (FFMA)"
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
                 : options.no_tma       ? "TF32 (tensor cores, register-staged tiles)"
+                : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"
                                        : "TF32 (tensor cores)",
                 options.reps);
     Bench bench(options);

@@ -71,12 +71,20 @@ struct GemmArgs {
   T* partials;       // partial_tiles × kTile² workspace
 };
 
-/// wgmma loop only: TMA maps of the operands whose fast-path tiles are outer-major (a kTile ×
-/// kKStep box in the 128-byte swizzle, the wgmma tile layout); a separate kernel parameter
-/// (__grid_constant__, as TMA requires) so the other configs' arguments keep their layout.
+/// wgmma loop only: TMA maps of the operands, a separate kernel parameter (__grid_constant__,
+/// as TMA requires) so the other configs' arguments keep their layout. Per operand:
+///   direct: a kTile × kKStep box in the 128-byte swizzle over the outer-major storage — it lands
+///           in the wgmma tile layout (A not transposed, B transposed, Symmetric's stored part);
+///   raw:    a 32 × 32 box (32 outer × 32 k, the 128-byte swizzle) over the k-major storage (A
+///           transposed, B not transposed, Symmetric's mirrored part), copied four at a time
+///           into a raw tile that the threads transpose into the wgmma tile (TF32 wgmma reads
+///           K-major tiles only).
+/// `has` says which maps were made: bit 0 A direct, 1 A raw, 2 B direct, 3 B raw.
 struct TmaMaps {
-  CUtensorMap a, b;
+  CUtensorMap a, b, a_raw, b_raw;
+  uint32_t has;
 };
+enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8 };
 /// The other configs' stand-in in the shared block body (their kernels take no maps).
 struct NoTmaMaps {};
 template <class Cfg>
@@ -138,9 +146,11 @@ struct TileConfig {
   // Two shared buffers per operand: step t is multiplied while step t+1 is stored. (A third
   // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100:
   // docs/structured_gemm.md.) The wgmma tiles live in dynamic shared memory (1024-byte aligned
-  // for the swizzle, over the 48 KB static limit); the others in static arrays.
+  // for the swizzle, over the 48 KB static limit); the others in static arrays. The wgmma
+  // kernels with TMA maps add two raw tiles (a ring for one k-major operand's raw copies).
   static constexpr int kTileBytes = kKStep * kStride * static_cast<int>(sizeof(T));
   static constexpr int kDynamicSmem = kWgmma ? 4 * kTileBytes + 1024 : 0;
+  static constexpr int kDynamicSmemTma = kWgmma ? 6 * kTileBytes + 1024 : 0;
   static_assert(kLoads >= 1 && kLoads * kThreads * kVec == kTile * kKStep, "staging covers the tile exactly");
   static_assert(kThreads % (kTile / kVec) == 0 && kThreads % (kKStep / kVec) == 0, "staging maps");
   static_assert(kTile % 64 == 0 && kKStep % kVec == 0, "tile shape");
@@ -336,13 +346,14 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   } while (!done);
 #endif
 }
-/// Copies the box at (k, outer) of `map` into the shared tile at `dst`, completing on `bar`.
-__device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map, int k, int outer, uint64_t* bar) {
+/// Copies the box of `map` that starts at column `inner` (the contiguous dimension) of row
+/// `row` into shared memory at `dst`, completing on `bar`.
+__device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map, int inner, int row, uint64_t* bar) {
 #if SG_HAS_WGMMA
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           shared_address(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(outer), "r"(shared_address(bar))
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(row), "r"(shared_address(bar))
       : "memory");
 #endif
 }
@@ -416,8 +427,28 @@ struct StagedTile {
   bool along_k;  // true: value[p] is kVec consecutive k at one outer (outer-major map)
 };
 
-// kTma (wgmma loop, outer-major fast path, TMA map available): the fast-path k-steps come by
-// TMA and the register fast path is compiled out; the other steps are staged as usual.
+/// The wgmma loop's ring of two raw tiles (TmaMaps: raw) for the one operand of a block whose
+/// k-major fast-path steps come by raw TMA copies: slot s holds k-step t with t mod 2 = s,
+/// copied two steps ahead and completing on bars[s].
+struct RawRing {
+  float* tiles;     // two raw tiles of one wgmma tile's size each
+  uint64_t* bars;   // their completion barriers
+  uint32_t phase;   // bit s: parity of slot s's next completion
+  static constexpr int kTileFloats = ConfigTf32Wgmma::kTile * ConfigTf32Wgmma::kKStep;
+  __device__ __forceinline__ float* tile(int slot) const { return tiles + slot * kTileFloats; }
+  __device__ __forceinline__ void wait(int slot) {
+    mbarrier_wait(bars + slot, (phase >> slot) & 1);
+    phase ^= 1u << slot;
+  }
+};
+
+/// How an operand's fast-path k-steps reach the wgmma tile (kTma stagers only).
+enum class TmaCopy : uint8_t { None, Direct, Raw };
+
+// kTma (wgmma loop, TMA maps made for the operand): the fast-path k-steps come by TMA — outer-
+// major ones directly into the wgmma tile, k-major ones (when the block's raw ring is this
+// operand's) into a raw tile that the threads transpose into it — and the register fast path is
+// compiled out; the other steps are staged as usual.
 template <class Cfg, bool kTma = false>
 struct OperandStager {
   using T = typename Cfg::Scalar;
@@ -435,6 +466,7 @@ struct OperandStager {
   bool fast_outer_major;
   const char* fast_base;  // this thread's fast-path element at k = 0
   int fast_k_bytes;       // bytes between consecutive k in the fast layout (the host keeps ld·8 < 2^31)
+  TmaCopy tma_copy;       // how the fast-path steps come (kTma only)
 
   __device__ __forceinline__ static int km_k() {
     if constexpr (Cfg::kWgmma) return (4 * ((threadIdx.x >> 5) & 1) + ((threadIdx.x >> 1) & 3)) * kLoads;
@@ -446,8 +478,22 @@ struct OperandStager {
   }
   __device__ __forceinline__ static int om_outer() { return threadIdx.x / kOuterMajorPerRow; }
   __device__ __forceinline__ static int om_k() { return (threadIdx.x % kOuterMajorPerRow) * kVec; }
+  // The raw-tile map (wgmma loop): thread t transposes the 4 outer × 4 k block at outer
+  // 32·(t/64) + 4·i, k 4·(i ^ 4·(i mod 2) ^ (t/8 mod 8)), i = t mod 8. In every 8-lane phase the
+  // lanes' 16-byte reads of the raw tile (chunk i ^ (k mod 8) of row k of box t/64) and their
+  // 16-byte writes of the wgmma tile (chunk k/4 ^ (outer mod 8) of row outer) fall on 8
+  // distinct chunk positions — no bank conflicts (checked exhaustively) — and the 256 blocks
+  // cover the tile once.
+  __device__ __forceinline__ static int raw_outer() { return 32 * (threadIdx.x >> 6) + 4 * (threadIdx.x & 7); }
+  __device__ __forceinline__ static int raw_k() {
+    const int i = threadIdx.x & 7;
+    return 4 * (i ^ (4 * (i & 1)) ^ ((threadIdx.x >> 3) & 7));
+  }
 
-  __device__ __forceinline__ OperandStager(const OperandView<T>& v, int tile_outer0, int k_begin, int item_k_end) {
+  /// has_direct / has_raw: the operand's TMA maps (kTma only; has_raw also says the block's raw
+  /// ring is free for this operand).
+  __device__ __forceinline__ OperandStager(const OperandView<T>& v, int tile_outer0, int k_begin, int item_k_end,
+                                           bool has_direct = false, bool has_raw = false) {
     outer0 = tile_outer0;
     k_end = item_k_end;
     int lo = 0, hi = 0;  // fast for k-steps inside [lo, hi); empty by default
@@ -472,28 +518,43 @@ struct OperandStager {
     }
     fast_k_lo = lo;
     fast_k_last = hi - Cfg::kKStep;
+    tma_copy = TmaCopy::None;
+    if (kTma && fast_k_last >= fast_k_lo)
+      tma_copy = fast_outer_major ? (has_direct ? TmaCopy::Direct : TmaCopy::None)
+                                  : (has_raw ? TmaCopy::Raw : TmaCopy::None);
     const T* base = fast_outer_major ? v.data + static_cast<int64_t>(outer0 + om_outer()) * v.ld + om_k()
                                      : v.data + static_cast<int64_t>(km_k()) * v.ld + outer0 + km_outer();
     fast_base = reinterpret_cast<const char*>(base);
     fast_k_bytes = static_cast<int>(fast_outer_major ? sizeof(T) : sizeof(T) * v.ld);
   }
 
-  /// Whether the k-step tile at k0 comes by TMA (uniform over the block).
+  /// Whether the k-step tile at k0 comes by TMA (uniform over the block), directly or raw.
   __device__ __forceinline__ bool by_tma(int k0) const {
     if constexpr (!kTma) return false;
-    else return fast_outer_major && k0 >= fast_k_lo && k0 <= fast_k_last;
+    else return tma_copy != TmaCopy::None && k0 >= fast_k_lo && k0 <= fast_k_last;
+  }
+  __device__ __forceinline__ bool by_direct_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Direct; }
+  __device__ __forceinline__ bool by_raw_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Raw; }
+  __device__ __forceinline__ bool raw() const { return kTma && tma_copy == TmaCopy::Raw; }
+  /// Leaves the raw ring to the other operand: the fast-path steps are staged through registers.
+  __device__ __forceinline__ void give_up_raw() {
+    if (raw()) tma_copy = TmaCopy::None;
   }
 
   // Fetches the k-step tile at k0 (one IMAD.WIDE per fast-path address).
   __device__ __forceinline__ void fetch(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
-    if constexpr (kTma) {  // the fast-path steps come by the block's TMA copy; the register fast path is compiled out
-      if (!by_tma(k0)) fetch_general(v, k0, staged);
-    } else if (k0 >= fast_k_lo && k0 <= fast_k_last) {
-      const T* first = reinterpret_cast<const T*>(fast_base + static_cast<int64_t>(k0) * fast_k_bytes);
-      const int64_t pass_stride = (fast_outer_major ? kOuterMajorRowsPerPass : kKMajorPassK) * v.ld;
+    if (by_tma(k0)) return;  // the block's TMA copy brings it
+    // A kTma stager keeps the register fast path for k-major operands only (the raw ring is
+    // the other operand's); its outer-major fast-path steps always come by TMA.
+    if (k0 >= fast_k_lo && k0 <= fast_k_last && (!kTma || !fast_outer_major)) {
+      // (A kTma stager addresses from the kernel parameters: two registers fewer to keep.)
+      const T* first = kTma ? v.data + static_cast<int64_t>(k0 + km_k()) * v.ld + outer0 + km_outer()
+                            : reinterpret_cast<const T*>(fast_base + static_cast<int64_t>(k0) * fast_k_bytes);
+      const bool outer_major = !kTma && fast_outer_major;
+      const int64_t pass_stride = (outer_major ? kOuterMajorRowsPerPass : kKMajorPassK) * v.ld;
 #pragma unroll
       for (int p = 0; p < kLoads; ++p) load_vec_global(first + p * pass_stride, staged.value[p]);
-      staged.along_k = fast_outer_major;
+      staged.along_k = outer_major;
     } else {
       fetch_general(v, k0, staged);
     }
@@ -552,10 +613,9 @@ struct OperandStager {
     }
   }
 
-  // Writes the staged vectors into the shared tile: k-major [kKStep][kStride], or for the wgmma
-  // loop outer-major [kTile][kKStep] in the 128-byte swizzle. Rounded to TF32 for the tensor
-  // cores, so each element is converted once per block, not per use.
-  __device__ __forceinline__ static void store(T* tile, StagedTile<Cfg>& staged) {
+  // Rounds the staged values to TF32 for the tensor cores, so each element is converted once per
+  // block, not per use.
+  __device__ __forceinline__ static void round_for_tensor_cores(StagedTile<Cfg>& staged) {
     if constexpr (Cfg::kWgmma) {
       // wgmma reads the top 19 bits of each float32 (the low 13 ignored): adding half a TF32
       // ulp first makes that round to nearest, ties away — cvt.rna.tf32.f32 in one integer add
@@ -572,8 +632,14 @@ struct OperandStager {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) staged.value[p][j] = round_to_tf32(staged.value[p][j]);
     }
+  }
+
+  // Writes the staged vectors into the shared tile: k-major [kKStep][kStride], or for the wgmma
+  // loop outer-major [kTile][kKStep] in the 128-byte swizzle.
+  __device__ __forceinline__ static void store(T* tile, StagedTile<Cfg>& staged) {
+    round_for_tensor_cores(staged);
     if constexpr (Cfg::kWgmma) {
-      store_swizzled(tile, staged);
+      store_swizzled(tile, staged, km_outer(), km_k());
     } else if (staged.along_k) {
 #pragma unroll
       for (int p = 0; p < kLoads; ++p)
@@ -587,12 +653,33 @@ struct OperandStager {
     }
   }
 
-  /// Stores the tile fetched for k0, unless it comes by TMA.
-  __device__ __forceinline__ void store_at(int k0, T* tile, StagedTile<Cfg>& staged) const {
+  /// Stores the tile fetched for k0, unless it comes by TMA: a direct copy is in place already;
+  /// a raw copy (ring slot `slot`) is waited for, transposed through registers and stored.
+  __device__ __forceinline__ void store_at(int k0, T* tile, StagedTile<Cfg>& staged, RawRing& ring, int slot) const {
     if constexpr (kTma) {
-      if (by_tma(k0)) return;
+      if (by_tma(k0)) {
+        if (tma_copy == TmaCopy::Raw) {
+          ring.wait(slot);
+          load_raw(ring.tile(slot), staged);
+          round_for_tensor_cores(staged);
+          store_swizzled(tile, staged, raw_outer(), raw_k());
+        }
+        return;
+      }
     }
     store(tile, staged);
+  }
+
+  // The raw tile: box q (outer 32q … 32q + 31) of 32 rows of k, each 128 bytes in the 128-byte
+  // swizzle: element (k, outer) at q·1024 + k·32 + (((outer mod 32)/4) ^ (k mod 8))·4 + outer mod 4.
+  // Reads this thread's block as the k-major fetch does: value[p][j] at k + p, outer + j.
+  __device__ __forceinline__ static void load_raw(const T* raw, StagedTile<Cfg>& staged) {
+    const int outer = raw_outer(), k = raw_k();
+    const T* box = raw + (outer >> 5) * 32 * Cfg::kKStep;
+#pragma unroll
+    for (int p = 0; p < kLoads; ++p)
+      load4_shared(box + (k + p) * 32 + ((((outer & 31) >> 2) ^ ((k + p) & 7)) << 2), staged.value[p]);
+    staged.along_k = false;
   }
 
   // The wgmma tile: element (outer, k) at outer·kKStep + ((k/4) ^ (outer mod 8))·4 + k mod 4,
@@ -600,7 +687,9 @@ struct OperandStager {
   __device__ __forceinline__ static T* swizzled_chunk(T* tile, int outer, int k) {
     return tile + outer * Cfg::kKStep + (((k >> 2) ^ (outer & 7)) << 2);
   }
-  __device__ __forceinline__ static void store_swizzled(T* tile, const StagedTile<Cfg>& staged) {
+  // block_outer, block_k: the thread's block in the k-major case.
+  __device__ __forceinline__ static void store_swizzled(T* tile, const StagedTile<Cfg>& staged, int block_outer,
+                                                        int block_k) {
     static_assert(kVec == 4 && kLoads == 4, "a 4 × 4 block per thread");
     if (staged.along_k) {  // value[p]: 4 consecutive k at one outer
 #pragma unroll
@@ -608,16 +697,17 @@ struct OperandStager {
         store_vec_shared(swizzled_chunk(tile, om_outer() + p * kOuterMajorRowsPerPass, om_k()), staged.value[p]);
       return;
     }
-    // value[p][j]: k = km_k() + p, outer = km_outer() + j. Column j of the block is one chunk of
-    // row km_outer() + j. In a store phase (a quarter warp: l/8 fixed) the lanes hold 4 k blocks
-    // (kb0 + 0…3, kb0 a multiple of 4) × 2 row parities (l mod 2, so rows mod 8 are j and
-    // j + 4): chunk positions (kb0 + d) ^ (j + 4·parity) are 8 distinct, conflict-free.
+    // value[p][j]: k = block_k + p, outer = block_outer + j. Column j of the block is one chunk
+    // of row block_outer + j. In the k-major fetch map (km_outer, km_k), a store phase (a
+    // quarter warp: l/8 fixed) holds 4 k blocks (kb0 + 0…3, kb0 a multiple of 4) × 2 row
+    // parities (l mod 2, so rows mod 8 are j and j + 4): chunk positions (kb0 + d) ^ (j + 4·parity)
+    // are 8 distinct, conflict-free; the raw map is conflict-free too (raw_k).
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       T column[4];
 #pragma unroll
       for (int p = 0; p < 4; ++p) column[p] = staged.value[p][j];
-      store_vec_shared(swizzled_chunk(tile, km_outer() + j, km_k()), column);
+      store_vec_shared(swizzled_chunk(tile, block_outer + j, block_k), column);
     }
   }
 };
@@ -658,17 +748,32 @@ __device__ __forceinline__ void store_segment(T* c, int64_t ldc, int row, int co
 // Returns false after the last step.
 // =============================================================================================
 
-// The wgmma loop's TMA copies of the k-step tiles at k0 (those the stagers say come by TMA),
-// issued by thread 0 and completing on `bar`.
+// The wgmma loop's direct TMA copies of the k-step tiles at k0 (those the stagers say come
+// directly), issued by thread 0 and completing on `bar`.
 template <class Cfg, class StagerA, class StagerB>
 __device__ __forceinline__ void issue_tma(const TmaMaps& maps, const StagerA& stage_a,
                                           const StagerB& stage_b, int k0, float* a_tile, float* b_tile,
                                           uint64_t* bar) {
-  const bool a = stage_a.by_tma(k0), b = stage_b.by_tma(k0);
+  const bool a = stage_a.by_direct_tma(k0), b = stage_b.by_direct_tma(k0);
   if (threadIdx.x != 0 || !(a || b)) return;
   mbarrier_arrive_expect_tx(bar, (int(a) + int(b)) * Cfg::kTileBytes);
   if (a) tma_load_tile(a_tile, &maps.a, k0, stage_a.outer0, bar);
   if (b) tma_load_tile(b_tile, &maps.b, k0, stage_b.outer0, bar);
+}
+
+// The raw TMA copy of the k-step tile at k0 of the block's raw operand (at most one), four
+// 32 × 32 boxes into ring slot `slot`, issued by thread 0.
+template <class Cfg, class StagerA, class StagerB>
+__device__ __forceinline__ void issue_raw_tma(const TmaMaps& maps, const StagerA& stage_a, const StagerB& stage_b,
+                                              int k0, const RawRing& ring, int slot) {
+  const bool a = stage_a.by_raw_tma(k0), b = stage_b.by_raw_tma(k0);
+  if (threadIdx.x != 0 || !(a || b)) return;
+  const CUtensorMap* map = b ? &maps.b_raw : &maps.a_raw;
+  const int outer0 = b ? stage_b.outer0 : stage_a.outer0;
+  mbarrier_arrive_expect_tx(ring.bars + slot, Cfg::kTileBytes);
+#pragma unroll
+  for (int q = 0; q < Cfg::kTile / 32; ++q)
+    tma_load_tile(ring.tile(slot) + q * 32 * Cfg::kKStep, map, outer0 + 32 * q, k0, ring.bars + slot);
 }
 
 template <class Cfg, class StagerA, class StagerB>
@@ -679,7 +784,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
                                                typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol],
-                                               const TmaMapsOf<Cfg>& maps, uint64_t* tma_bars, uint32_t& tma_phase) {
+                                               const TmaMapsOf<Cfg>& maps, uint64_t* tma_bars, uint32_t& tma_phase,
+                                               RawRing& ring) {
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
@@ -687,11 +793,15 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   if (has_next) {  // global loads in flight during this step's multiply-adds
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
-    if constexpr (Cfg::kWgmma)  // buffer `next` was last read by step t-1's MMAs, done before its barrier
+    if constexpr (Cfg::kWgmma) {
+      // Buffer `next` was last read by step t-1's MMAs, done before its barrier.
       issue_tma<Cfg>(maps, stage_a, stage_b, k0 + Cfg::kKStep, a_tiles[next], b_tiles[next], tma_bars + next);
+      // Raw copies run two steps ahead: slot `buffer` held step t, transposed during step t-1.
+      if (k0 + 2 * Cfg::kKStep < k_end) issue_raw_tma<Cfg>(maps, stage_a, stage_b, k0 + 2 * Cfg::kKStep, ring, buffer);
+    }
   }
   if constexpr (Cfg::kWgmma) {
-    if (stage_a.by_tma(k0) || stage_b.by_tma(k0)) {  // this step's TMA copies have landed
+    if (stage_a.by_direct_tma(k0) || stage_b.by_direct_tma(k0)) {  // this step's direct copies have landed
       mbarrier_wait(tma_bars + buffer, (tma_phase >> buffer) & 1);
       tma_phase ^= 1u << buffer;
     }
@@ -710,8 +820,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     wgmma_fence_operands(acc);
     if (has_next) {
       // Buffer `next` was last read by the MMAs of step t-1, complete before its barrier.
-      stage_a.store_at(k0 + Cfg::kKStep, a_tiles[next], staged_a);
-      stage_b.store_at(k0 + Cfg::kKStep, b_tiles[next], staged_b);
+      stage_a.store_at(k0 + Cfg::kKStep, a_tiles[next], staged_a, ring, next);
+      stage_b.store_at(k0 + Cfg::kKStep, b_tiles[next], staged_b, ring, next);
       fence_shared_for_async_proxy();
     }
     // This step's MMAs done before the barrier: after it, step t+2 is stored into their buffer.
@@ -807,15 +917,24 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
-                                       uint64_t* tma_bars) {
-  const OperandStager<Cfg, kTmaA> stage_a(args.a, row0, item.k_begin, item.k_end);
-  const OperandStager<Cfg, kTmaB> stage_b(args.b, col0, item.k_begin, item.k_end);
+                                       uint64_t* tma_bars, float* raw_tiles) {
+  uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
+  if constexpr (kTmaA || kTmaB) has = maps.has;
+  OperandStager<Cfg, kTmaA> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
+  const OperandStager<Cfg, kTmaB> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect, has & kBRaw);
+  if (stage_b.raw()) stage_a.give_up_raw();  // the block's one raw ring goes to B
   StagedTile<Cfg> staged_a, staged_b;
-  if constexpr (kTmaA || kTmaB) issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
+  RawRing ring{raw_tiles, tma_bars + 2, 0};
+  if constexpr (kTmaA || kTmaB) {
+    issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
+    issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, ring, 0);
+    if (item.k_begin + Cfg::kKStep < item.k_end)
+      issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin + Cfg::kKStep, ring, 1);
+  }
   stage_a.fetch(args.a, item.k_begin, staged_a);
   stage_b.fetch(args.b, item.k_begin, staged_b);
-  stage_a.store_at(item.k_begin, a_tiles[0], staged_a);
-  stage_b.store_at(item.k_begin, b_tiles[0], staged_b);
+  stage_a.store_at(item.k_begin, a_tiles[0], staged_a, ring, 0);
+  stage_b.store_at(item.k_begin, b_tiles[0], staged_b, ring, 0);
   if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
   __syncthreads();
   int k0 = item.k_begin;
@@ -823,7 +942,7 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
 #pragma unroll 1
   while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles, acc,
-                             maps, tma_bars, tma_phase)) {
+                             maps, tma_bars, tma_phase, ring)) {
     buffer ^= 1;
   }
 }
@@ -840,11 +959,13 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
 
   T (*a_tiles)[kKStep * kStride];
   T (*b_tiles)[kKStep * kStride];
+  float* raw_tiles = nullptr;  // the TMA kernels' raw ring (two tiles after the four wgmma tiles)
   if constexpr (Cfg::kDynamicSmem > 0) {
     extern __shared__ __align__(1024) unsigned char dynamic_smem[];
     unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
     a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
     b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + 2 * Cfg::kTileBytes);
+    if constexpr (kTmaA || kTmaB) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
   } else {
     __shared__ __align__(16) T a_static[2][kKStep * kStride];
     __shared__ __align__(16) T b_static[2][kKStep * kStride];
@@ -852,7 +973,7 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
     b_tiles = b_static;
   }
   __shared__ int last_chunk;
-  __shared__ uint64_t tma_bars[2];  // wgmma loop: one TMA completion barrier per buffer
+  __shared__ uint64_t tma_bars[4];  // wgmma loop: TMA completion, per wgmma buffer (direct) and raw slot
 
   const GemmWorkItem item = args.items[blockIdx.x];
   const int tid = threadIdx.x;
@@ -866,13 +987,11 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
 
   if (item.k_begin < item.k_end) {
     if constexpr (kTmaA || kTmaB) {
-      if (tid == 0) {
-        mbarrier_init(tma_bars, 1);
-        mbarrier_init(tma_bars + 1, 1);
-      }
+      if (tid == 0)
+        for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
       __syncthreads();
     }
-    k_loop<Cfg, kTmaA, kTmaB>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars);
+    k_loop<Cfg, kTmaA, kTmaB>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
   }
 
   if (item.chunk_count > 1) {
@@ -1214,16 +1333,25 @@ template <class Cfg>
 int blocks_per_sm_of() {
   // Dynamic shared memory over 48 KB needs the kernel's limit raised (per device; the plan of
   // every problem is built, on its device, before its first launch).
-  if constexpr (Cfg::kDynamicSmem > 0) {
-    for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_kernel<Cfg>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, false>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, false, true>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>)})
-      SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmem));
-  }
   int blocks = 0;
-  SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
+  if constexpr (Cfg::kDynamicSmem > 0) {
+    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       Cfg::kDynamicSmem));
+    for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, false>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, false, true>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>)}) {
+      SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
+      // The plan's slots: the fewest blocks per SM of any of the config's kernels.
+      int tma_blocks = 0;
+      SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tma_blocks, kernel, Cfg::kThreads,
+                                                                  Cfg::kDynamicSmemTma));
+      blocks = blocks == 0 ? tma_blocks : std::min(blocks, tma_blocks);
+    }
+  }
+  int plain_blocks = 0;
+  SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&plain_blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
                                                               Cfg::kDynamicSmem));
+  blocks = blocks == 0 ? plain_blocks : std::min(blocks, plain_blocks);
   SG_CHECK(blocks > 0, "structured gemm: the kernel cannot be resident on this device");
   return blocks;
 }
@@ -1372,27 +1500,38 @@ TensorMapEncoder tensor_map_encoder() {
   return encoder;
 }
 
-/// Encodes the wgmma tile box — kTile outer rows × kKStep k, in the 128-byte swizzle — over an
-/// outer-major operand (V(outer, k) at data[outer·ld + k]: A not transposed, B transposed).
-/// False where TMA does not take the operand: k-major layouts (TF32 wgmma reads K-major tiles
-/// only, so those need the stager's register transpose), Symmetric operands (their tiles
-/// switch between the stored and the mirrored triangle; measured, TMA on their stored part
-/// gained nothing on Sym·Dense and lost 3–8 % on Sym·Sym), unaligned operands.
-bool encode_tile_map(const OperandView<float>& v, int64_t k_extent, CUtensorMap* map) {
-  const bool usable = v.layout == Layout::OuterMajor && v.pattern != Pattern::Symmetric && v.vector_ok;
-  const TensorMapEncoder encode = tensor_map_encoder();
-  if (!usable || v.extent < 1 || k_extent < 1 || encode == nullptr) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k_extent), static_cast<cuuint64_t>(v.extent)};
+/// Encodes a TMA map over `v` in the 128-byte swizzle: the direct map — the wgmma tile box,
+/// kTile outer rows × kKStep k, over outer-major storage (V(outer, k) at data[outer·ld + k]) —
+/// or the raw map — 32 × 32 boxes over k-major storage (V(outer, k) at data[k·ld + outer]).
+void encode_tile_map(const OperandView<float>& v, int64_t k_extent, bool raw, CUtensorMap* map) {
+  const cuuint64_t outer = static_cast<cuuint64_t>(v.extent), k = static_cast<cuuint64_t>(k_extent);
+  const cuuint64_t dims[2] = {raw ? outer : k, raw ? k : outer};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(v.ld) * sizeof(float)};
-  const cuuint32_t box[2] = {ConfigTf32Wgmma::kKStep, ConfigTf32Wgmma::kTile};
+  const cuuint32_t box[2] = {raw ? 32u : cuuint32_t{ConfigTf32Wgmma::kKStep}, raw ? 32u : cuuint32_t{ConfigTf32Wgmma::kTile}};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult result =
-      encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(v.data), dims, strides, box,
-             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(v.data), dims, strides, box,
+                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   SG_CHECK(result == CUDA_SUCCESS, "structured gemm: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(result),
            ") for a ", v.extent, "x", k_extent, " operand with leading dimension ", v.ld);
-  return true;
+}
+
+/// Makes an operand's TMA maps for the wgmma loop; returns which (1: direct, 2: raw). Outer-major
+/// operands get the direct map, k-major ones the raw map, Symmetric ones both (a tile's fast
+/// path lies in the stored or in the mirrored triangle); none for unaligned operands or where
+/// the driver has no encoder. outer_major_only (Tf32Loop::WgmmaTmaOuterMajor): the direct map of
+/// non-Symmetric outer-major operands only.
+uint32_t encode_tile_maps(const OperandView<float>& v, int64_t k_extent, bool outer_major_only, CUtensorMap* direct,
+                          CUtensorMap* raw) {
+  if (!v.vector_ok || v.extent < 1 || k_extent < 1 || tensor_map_encoder() == nullptr) return 0;
+  const bool symmetric = v.pattern == Pattern::Symmetric;
+  const bool want_direct = outer_major_only ? v.layout == Layout::OuterMajor && !symmetric
+                                            : v.layout == Layout::OuterMajor || symmetric;
+  const bool want_raw = !outer_major_only && (v.layout == Layout::KMajor || symmetric);
+  if (want_direct) encode_tile_map(v, k_extent, false, direct);
+  if (want_raw) encode_tile_map(v, k_extent, true, raw);
+  return (want_direct ? 1u : 0u) | (want_raw ? 2u : 0u);
 }
 
 template <class Cfg>
@@ -1402,13 +1541,15 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
   args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
   TmaMaps maps{};
-  bool a_tma = false, b_tma = false;
   if constexpr (Cfg::kWgmma) {
-    if (tf32_loop() == Tf32Loop::Auto) {
-      a_tma = encode_tile_map(args.a, p.k, &maps.a);
-      b_tma = encode_tile_map(args.b, p.k, &maps.b);
+    const Tf32Loop loop = tf32_loop();
+    if (loop == Tf32Loop::Auto || loop == Tf32Loop::WgmmaTmaOuterMajor) {
+      const bool outer_major_only = loop == Tf32Loop::WgmmaTmaOuterMajor;
+      maps.has = encode_tile_maps(args.a, p.k, outer_major_only, &maps.a, &maps.a_raw) |
+                 encode_tile_maps(args.b, p.k, outer_major_only, &maps.b, &maps.b_raw) << 2;
     }
   }
+  const bool a_tma = maps.has & (kADirect | kARaw), b_tma = maps.has & (kBDirect | kBRaw);
   args.c = static_cast<T*>(p.c_data);
   args.ldc = p.ldc;
   args.m = static_cast<int32_t>(p.m);
@@ -1430,7 +1571,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
       auto kernel = a_tma && b_tma ? structured_gemm_tma_kernel<Cfg, true, true>
                     : a_tma        ? structured_gemm_tma_kernel<Cfg, true, false>
                                    : structured_gemm_tma_kernel<Cfg, false, true>;
-      kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmem, stream(device)>>>(args, maps);
+      kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_tma_kernel");
       return;
     }

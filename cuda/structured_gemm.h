@@ -73,11 +73,13 @@ void set_gemm_schedule(GemmSchedule schedule);
 GemmSchedule gemm_schedule();
 
 /// Which tensor-core loop TF32 mode runs. Auto: wgmma where the device is compute capability
-/// 9.0 and the library was built for sm_90a (outer-major operands' tiles copied by TMA), mma.sync
-/// on other sm_80+ devices. WgmmaStaged: the wgmma loop with every tile staged through
-/// registers (no TMA). MmaSync: the mma.sync loop everywhere. (For tests and the benchmark's
-/// ablations.)
-enum class Tf32Loop : uint8_t { Auto, WgmmaStaged, MmaSync };
+/// 9.0 and the library was built for sm_90a (the fast-path tiles copied by TMA: outer-major ones
+/// straight into the wgmma tiles, k-major ones raw and transposed by the threads), mma.sync on
+/// other sm_80+ devices. WgmmaTmaOuterMajor: the wgmma loop with TMA for the outer-major
+/// Dense/Upper/Lower operands only (the loop of commit 4cf16cc). WgmmaStaged: the wgmma loop
+/// with every tile staged through registers (no TMA). MmaSync: the mma.sync loop everywhere.
+/// (For tests and the benchmark's ablations.)
+enum class Tf32Loop : uint8_t { Auto, WgmmaStaged, MmaSync, WgmmaTmaOuterMajor };
 void set_tf32_loop(Tf32Loop loop);
 Tf32Loop tf32_loop();
 

@@ -235,13 +235,15 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j)
       for (int64_t k = i; k <= j; ++k) ref[i * n + j] += a[i * n + k] * b[k * n + j];
-  // Modes: exact float32; TF32 on the default loop (on sm_90a, the TMA'd tiles reach the tensor
-  // cores unrounded: truncation keeps infinities and the quiet NaN too); on the register-staged
-  // wgmma loop; on mma.sync.
-  const sg::detail::cuda::Tf32Loop loops[4] = {sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
-                                               sg::detail::cuda::Tf32Loop::WgmmaStaged,
-                                               sg::detail::cuda::Tf32Loop::MmaSync};
-  for (int mode = 0; mode < 4; ++mode) {
+  // Modes: exact float32; TF32 on the default loop (on sm_90a, the directly TMA'd tiles reach
+  // the tensor cores unrounded: truncation keeps infinities and the quiet NaN too; the raw TMA'd
+  // ones are rounded when transposed); with TMA for the outer-major operand only; on the
+  // register-staged wgmma loop; on mma.sync.
+  const sg::detail::cuda::Tf32Loop loops[5] = {
+      sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
+      sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor, sg::detail::cuda::Tf32Loop::WgmmaStaged,
+      sg::detail::cuda::Tf32Loop::MmaSync};
+  for (int mode = 0; mode < 5; ++mode) {
     sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
     sg::detail::cuda::set_tf32_loop(loops[mode]);
     const std::vector<double> out =
@@ -296,8 +298,28 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
+  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+}
+
+TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
+  // The benchmark's ablation (bench_gemm_cuda --tma-outer-major): TMA for the outer-major
+  // Dense/Upper/Lower operands only, the k-major and Symmetric ones register-staged. Every
+  // product of the matmul table at a size with full fast-path tiles and a partial last one.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
+  sgtest::gemm::g_tf32 = true;
+  sg::set_matmul_precision(sg::Precision::TF32);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
+  std::mt19937_64 rng(8);
+  for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+  sgtest::gemm::g_tf32 = false;
+  sg::set_matmul_precision(sg::Precision::Float32);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
 }
 
