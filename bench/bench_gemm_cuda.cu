@@ -333,8 +333,10 @@ void Bench::print_table() const {
 void Bench::write_csv(const std::string& path) const {
   std::ofstream out(path);
   out << "n,workload,implementation,ms,useful_tflops\n";
+  // Names with commas (the schedule ablations) are quoted, as CSV readers expect.
+  auto field = [](const std::string& s) { return s.find(',') == std::string::npos ? s : '"' + s + '"'; };
   for (const Row& row : rows_)
-    out << row.n << "," << row.workload << "," << row.impl << "," << row.ms << ","
+    out << row.n << "," << field(row.workload) << "," << field(row.impl) << "," << row.ms << ","
         << row.useful_flops / (row.ms * 1e9) << "\n";
 }
 
