@@ -442,15 +442,13 @@ struct RawRing {
   }
 };
 
-/// Which k-steps of an operand come by TMA (kTma stagers only; bits of OperandStager::tma).
-enum TmaSteps : uint8_t { kDirectSteps = 1, kRawSteps = 2, kSymmetricRegions = 4 };
+/// How an operand's fast-path k-steps reach the wgmma tile (kTma stagers only).
+enum class TmaCopy : uint8_t { None, Direct, Raw };
 
 // kTma (wgmma loop, TMA maps made for the operand): the fast-path k-steps come by TMA — outer-
 // major ones directly into the wgmma tile, k-major ones (when the block's raw ring is this
-// operand's) into a raw tile that the threads transpose into it; for a Symmetric operand every
-// whole step in its stored triangle directly and every whole step in its mirrored triangle raw,
-// whichever span the register fast path would take. The register fast path stays for k-major
-// operands without the ring; the other steps are staged as usual.
+// operand's) into a raw tile that the threads transpose into it — and the register fast path is
+// compiled out; the other steps are staged as usual.
 template <class Cfg, bool kTma = false>
 struct OperandStager {
   using T = typename Cfg::Scalar;
@@ -468,7 +466,7 @@ struct OperandStager {
   bool fast_outer_major;
   const char* fast_base;  // this thread's fast-path element at k = 0
   int fast_k_bytes;       // bytes between consecutive k in the fast layout (the host keeps ld·8 < 2^31)
-  uint8_t tma;            // TmaSteps bits (kTma only)
+  TmaCopy tma_copy;       // how the fast-path steps come (kTma only)
 
   __device__ __forceinline__ static int km_k() {
     if constexpr (Cfg::kWgmma) return (4 * ((threadIdx.x >> 5) & 1) + ((threadIdx.x >> 1) & 3)) * kLoads;
@@ -520,49 +518,28 @@ struct OperandStager {
     }
     fast_k_lo = lo;
     fast_k_last = hi - Cfg::kKStep;
-    tma = 0;
-    if constexpr (kTma) {
-      if (v.pattern == Pattern::Symmetric) {
-        // Both regions (the steps are checked one by one); the raw ring only where the mirrored
-        // region has a whole step.
-        if (v.vector_ok && outer0 + Cfg::kTile <= v.extent) {
-          if (has_direct) tma |= kDirectSteps;
-          if (has_raw && mirrored_step(k_begin)) tma |= kRawSteps;
-          tma |= kSymmetricRegions;
-        }
-      } else if (fast_k_last >= fast_k_lo) {
-        tma = fast_outer_major ? (has_direct ? kDirectSteps : 0) : (has_raw ? kRawSteps : 0);
-      }
-    }
+    tma_copy = TmaCopy::None;
+    if (kTma && fast_k_last >= fast_k_lo)
+      tma_copy = fast_outer_major ? (has_direct ? TmaCopy::Direct : TmaCopy::None)
+                                  : (has_raw ? TmaCopy::Raw : TmaCopy::None);
     const T* base = fast_outer_major ? v.data + static_cast<int64_t>(outer0 + om_outer()) * v.ld + om_k()
                                      : v.data + static_cast<int64_t>(km_k()) * v.ld + outer0 + km_outer();
     fast_base = reinterpret_cast<const char*>(base);
     fast_k_bytes = static_cast<int>(fast_outer_major ? sizeof(T) : sizeof(T) * v.ld);
   }
 
-  // Symmetric: the whole step at k0 lies in the stored triangle (outer <= k everywhere) — some
-  // k-steps of the item start there — or in the mirrored one (outer > k everywhere).
-  __device__ __forceinline__ bool upper_step(int k0) const {
-    return k0 >= outer0 + Cfg::kTile - 1 && k0 + Cfg::kKStep <= k_end;
-  }
-  __device__ __forceinline__ bool mirrored_step(int k0) const {
-    return k0 + Cfg::kKStep <= outer0 && k0 + Cfg::kKStep <= k_end;
-  }
-  __device__ __forceinline__ bool in_fast_range(int k0) const { return k0 >= fast_k_lo && k0 <= fast_k_last; }
-
-  /// Whether the k-step tile at k0 comes by TMA (uniform over the block): directly, or raw.
-  __device__ __forceinline__ bool by_direct_tma(int k0) const {
+  /// Whether the k-step tile at k0 comes by TMA (uniform over the block), directly or raw.
+  __device__ __forceinline__ bool by_tma(int k0) const {
     if constexpr (!kTma) return false;
-    else return (tma & kDirectSteps) && ((tma & kSymmetricRegions) ? upper_step(k0) : in_fast_range(k0));
+    else return tma_copy != TmaCopy::None && k0 >= fast_k_lo && k0 <= fast_k_last;
   }
-  __device__ __forceinline__ bool by_raw_tma(int k0) const {
-    if constexpr (!kTma) return false;
-    else return (tma & kRawSteps) && ((tma & kSymmetricRegions) ? mirrored_step(k0) : in_fast_range(k0));
+  __device__ __forceinline__ bool by_direct_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Direct; }
+  __device__ __forceinline__ bool by_raw_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Raw; }
+  __device__ __forceinline__ bool raw() const { return kTma && tma_copy == TmaCopy::Raw; }
+  /// Leaves the raw ring to the other operand: the fast-path steps are staged through registers.
+  __device__ __forceinline__ void give_up_raw() {
+    if (raw()) tma_copy = TmaCopy::None;
   }
-  __device__ __forceinline__ bool by_tma(int k0) const { return by_direct_tma(k0) || by_raw_tma(k0); }
-  __device__ __forceinline__ bool raw() const { return kTma && (tma & kRawSteps); }
-  /// Leaves the raw ring to the other operand: those steps are staged through registers.
-  __device__ __forceinline__ void give_up_raw() { tma &= ~kRawSteps; }
 
   // Fetches the k-step tile at k0 (one IMAD.WIDE per fast-path address).
   __device__ __forceinline__ void fetch(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
@@ -681,7 +658,7 @@ struct OperandStager {
   __device__ __forceinline__ void store_at(int k0, T* tile, StagedTile<Cfg>& staged, RawRing& ring, int slot) const {
     if constexpr (kTma) {
       if (by_tma(k0)) {
-        if (by_raw_tma(k0)) {
+        if (tma_copy == TmaCopy::Raw) {
           ring.wait(slot);
           load_raw(ring.tile(slot), staged);
           round_for_tensor_cores(staged);
