@@ -1520,11 +1520,15 @@ void encode_tile_map(const OperandView<float>& v, int64_t k_extent, bool raw, CU
 /// Makes an operand's TMA maps for the wgmma loop; returns which (1: direct, 2: raw). Outer-major
 /// operands get the direct map, k-major ones the raw map, Symmetric ones both (a tile's fast
 /// path lies in the stored or in the mirrored triangle); none for unaligned operands or where
-/// the driver has no encoder. outer_major_only (Tf32Loop::WgmmaTmaOuterMajor): the direct map of
+/// the driver has no encoder, and none where no k-step can come by TMA (fewer than kTile outer
+/// indices or kKStep k: the copies take whole tiles only), so small products launch without
+/// the host-side encoding. outer_major_only (Tf32Loop::WgmmaTmaOuterMajor): the direct map of
 /// non-Symmetric outer-major operands only.
 uint32_t encode_tile_maps(const OperandView<float>& v, int64_t k_extent, bool outer_major_only, CUtensorMap* direct,
                           CUtensorMap* raw) {
-  if (!v.vector_ok || v.extent < 1 || k_extent < 1 || tensor_map_encoder() == nullptr) return 0;
+  if (!v.vector_ok || v.extent < ConfigTf32Wgmma::kTile || k_extent < ConfigTf32Wgmma::kKStep ||
+      tensor_map_encoder() == nullptr)
+    return 0;
   const bool symmetric = v.pattern == Pattern::Symmetric;
   const bool want_direct = outer_major_only ? v.layout == Layout::OuterMajor && !symmetric
                                             : v.layout == Layout::OuterMajor || symmetric;
