@@ -447,8 +447,8 @@ enum class TmaCopy : uint8_t { None, Direct, Raw };
 
 // kTma (wgmma loop, TMA maps made for the operand): the fast-path k-steps come by TMA — outer-
 // major ones directly into the wgmma tile, k-major ones (when the block's raw ring is this
-// operand's) into a raw tile that the threads transpose into it — and the register fast path is
-// compiled out; the other steps are staged as usual.
+// operand's) into a raw tile that the threads transpose into it. The register fast path stays
+// for k-major operands without the ring (fetch); the other steps are staged as usual.
 template <class Cfg, bool kTma = false>
 struct OperandStager {
   using T = typename Cfg::Scalar;
