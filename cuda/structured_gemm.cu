@@ -1248,6 +1248,27 @@ std::vector<GemmWorkItem> split_tiles(const std::vector<TileWork>& tiles, double
   return items;
 }
 
+// Even split: every tile long enough cut into the same number of chunks, as many as fit the
+// slots in one wave (`chunks` = slots / non-empty tiles) — for few, equal tiles (the dense-
+// shaped products at N ≈ 1024 on 128 tiles) where the guided split leaves a ragged second wave.
+std::vector<GemmWorkItem> split_tiles_evenly(const std::vector<TileWork>& tiles, int chunks, const ConfigTraits& t) {
+  std::vector<GemmWorkItem> items;
+  for (const TileWork& w : tiles) {
+    const int c = std::max(1, std::min(chunks, w.steps / t.min_chunk_steps));
+    for (int i = 0; i < c; ++i) {
+      GemmWorkItem item;
+      item.tile_row = w.row;
+      item.tile_col = w.col;
+      item.k_begin = w.k_begin + static_cast<int>(int64_t(i) * w.steps / c) * t.k_step;
+      item.k_end = i + 1 == c ? w.k_end : w.k_begin + static_cast<int>(int64_t(i + 1) * w.steps / c) * t.k_step;
+      item.chunk = i;
+      item.chunk_count = c;
+      items.push_back(item);
+    }
+  }
+  return items;
+}
+
 }  // namespace
 
 const char* tile_config_name(GemmTileConfig config) {
@@ -1283,10 +1304,18 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   best.k_step = t.k_step;
   best.slots = slots;
   double best_cycles = -1;
-  const std::vector<double> granularities =
+  // Candidates: no split, the guided split at three granularities, and (negative: -chunks) the
+  // even split that fills one wave.
+  std::vector<double> granularities =
       schedule == GemmSchedule::Balanced ? std::vector<double>{0.0, 4.0, 2.0, 1.0} : std::vector<double>{0.0};
+  if (schedule == GemmSchedule::Balanced) {
+    const int64_t busy = std::count_if(tiles.begin(), tiles.end(), [](const TileWork& w) { return w.steps > 0; });
+    const int chunks = busy > 0 ? static_cast<int>(std::min<int64_t>(16, slots / busy)) : 0;
+    if (chunks >= 2) granularities.push_back(-chunks);
+  }
   for (const double granularity : granularities) {
-    std::vector<GemmWorkItem> items = split_tiles(tiles, granularity, slots, t);
+    std::vector<GemmWorkItem> items = granularity >= 0 ? split_tiles(tiles, granularity, slots, t)
+                                                       : split_tiles_evenly(tiles, static_cast<int>(-granularity), t);
     // Chunks re-sorted among whole tiles; stable keeps a tile's chunks together.
     if (heaviest_first) std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
       return item_cost(x, t.k_step, model) > item_cost(y, t.k_step, model);

@@ -335,8 +335,11 @@ double planned_macs(const GemmWorkPlan& plan) {
 TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
   for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
                                 GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma}) {
-    for (int64_t n : {1, 129, 1000, 4096}) {
-      const GemmProblem p = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+    for (int64_t n : {1, 129, 1000, 4096})
+    for (const GemmProblem& p :
+         {square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper),
+          square(n, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full),
+          square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper)}) {
       const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
       const int64_t tiles = (n + plan.tile - 1) / plan.tile;
       // Per tile: its chunks, in k order, must tile [k_begin, k_end) of structured_k_range.
@@ -352,7 +355,7 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
           const int64_t row0 = ti * plan.tile, col0 = tj * plan.tile;
           const int64_t row1 = std::min(row0 + plan.tile, n), col1 = std::min(col0 + plan.tile, n);
           auto range = sg::detail::structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, n);
-          if (row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
+          if (p.mask == OutputMask::Upper && row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
           int64_t k = range.end > range.begin ? range.begin : 0;
           for (size_t c = 0; c < chunks.size(); ++c) {
             ASSERT_EQ(chunks[c]->chunk, static_cast<int>(c));
@@ -390,6 +393,22 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
       EXPECT_EQ(static_cast<int64_t>(partial_slots_seen.size()), plan.partial_tiles);
     }
   }
+}
+
+TEST(CudaGemmPlanner, FewEqualTilesAreSplitEvenlyIntoOneWave) {
+  // Sym·Dense at N = 1024 on 128 tiles: 64 equal tiles for 264 slots. The guided split left 332
+  // items (a ragged second wave); the even split cuts every tile into 4 chunks: 256 items, one
+  // wave, and a shorter modelled makespan.
+  const GemmProblem p = square(1024, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full);
+  const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2);
+  EXPECT_EQ(plan.items.size(), 256u) << plan.summary();
+  for (const auto& item : plan.items) EXPECT_EQ(item.chunk_count, 4);
+  EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.95) << plan.summary();
+  // Without the split candidates (heaviest-first schedule) the same tiles run unsplit.
+  const GemmWorkPlan unsplit =
+      plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2, sg::detail::cuda::GemmSchedule::HeaviestFirst);
+  EXPECT_EQ(unsplit.items.size(), 64u);
+  EXPECT_LT(plan.estimated_cycles, unsplit.estimated_cycles);
 }
 
 TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
