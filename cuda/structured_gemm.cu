@@ -1214,6 +1214,22 @@ std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step
   return tiles;
 }
 
+// Appends tile w as `chunks` items of about equal k-step counts, in k order.
+void append_chunks(std::vector<GemmWorkItem>& items, const TileWork& w, int chunks, int k_step) {
+  for (int c = 0; c < chunks; ++c) {
+    GemmWorkItem item;
+    item.tile_row = w.row;
+    item.tile_col = w.col;
+    const int first_step = static_cast<int>(int64_t(c) * w.steps / chunks);
+    const int end_step = static_cast<int>(int64_t(c + 1) * w.steps / chunks);
+    item.k_begin = w.k_begin + first_step * k_step;
+    item.k_end = c + 1 == chunks ? w.k_end : w.k_begin + end_step * k_step;
+    item.chunk = c;
+    item.chunk_count = chunks;
+    items.push_back(item);
+  }
+}
+
 // Guided split: a tile is cut into chunks of about granularity·(remaining work)/slots
 // k-steps (at least min_chunk_steps); granularity 0 splits nothing.
 std::vector<GemmWorkItem> split_tiles(const std::vector<TileWork>& tiles, double granularity, int slots,
@@ -1232,18 +1248,7 @@ std::vector<GemmWorkItem> split_tiles(const std::vector<TileWork>& tiles, double
       chunks = std::max(chunks, 1);
     }
     remaining -= w.steps;
-    for (int c = 0; c < chunks; ++c) {
-      GemmWorkItem item;
-      item.tile_row = w.row;
-      item.tile_col = w.col;
-      const int first_step = static_cast<int>(int64_t(c) * w.steps / chunks);
-      const int end_step = static_cast<int>(int64_t(c + 1) * w.steps / chunks);
-      item.k_begin = w.k_begin + first_step * t.k_step;
-      item.k_end = c + 1 == chunks ? w.k_end : w.k_begin + end_step * t.k_step;
-      item.chunk = c;
-      item.chunk_count = chunks;
-      items.push_back(item);
-    }
+    append_chunks(items, w, chunks, t.k_step);
   }
   return items;
 }
@@ -1253,19 +1258,8 @@ std::vector<GemmWorkItem> split_tiles(const std::vector<TileWork>& tiles, double
 // shaped products at N ≈ 1024 on 128 tiles) where the guided split leaves a ragged second wave.
 std::vector<GemmWorkItem> split_tiles_evenly(const std::vector<TileWork>& tiles, int chunks, const ConfigTraits& t) {
   std::vector<GemmWorkItem> items;
-  for (const TileWork& w : tiles) {
-    const int c = std::max(1, std::min(chunks, w.steps / t.min_chunk_steps));
-    for (int i = 0; i < c; ++i) {
-      GemmWorkItem item;
-      item.tile_row = w.row;
-      item.tile_col = w.col;
-      item.k_begin = w.k_begin + static_cast<int>(int64_t(i) * w.steps / c) * t.k_step;
-      item.k_end = i + 1 == c ? w.k_end : w.k_begin + static_cast<int>(int64_t(i + 1) * w.steps / c) * t.k_step;
-      item.chunk = i;
-      item.chunk_count = c;
-      items.push_back(item);
-    }
-  }
+  for (const TileWork& w : tiles)
+    append_chunks(items, w, std::max(1, std::min(chunks, w.steps / t.min_chunk_steps)), t.k_step);
   return items;
 }
 
@@ -1521,7 +1515,7 @@ TensorMapEncoder tensor_map_encoder() {
     if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
             cudaSuccess ||
         found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();  // clear the sticky-free error state; the stagers do the work
+      (void)cudaGetLastError();  // clear the (non-sticky) error it left; the stagers do the work
       return nullptr;
     }
     return reinterpret_cast<TensorMapEncoder>(fn);
