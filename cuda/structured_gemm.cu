@@ -147,7 +147,8 @@ struct TileConfig {
   // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100:
   // docs/structured_gemm.md.) The wgmma tiles live in dynamic shared memory (1024-byte aligned
   // for the swizzle, over the 48 KB static limit); the others in static arrays. The wgmma
-  // kernels with TMA maps add two raw tiles (a ring for one k-major operand's raw copies).
+  // kernels with TMA maps add two raw tiles (a ring for one k-major operand's raw copies), or,
+  // where both operands come by direct copies only, a third buffer per operand instead.
   static constexpr int kTileBytes = kKStep * kStride * static_cast<int>(sizeof(T));
   static constexpr int kDynamicSmem = kWgmma ? 4 * kTileBytes + 1024 : 0;
   static constexpr int kDynamicSmemTma = kWgmma ? 6 * kTileBytes + 1024 : 0;
@@ -748,6 +749,12 @@ __device__ __forceinline__ void store_segment(T* c, int64_t ldc, int row, int co
 // Returns false after the last step.
 // =============================================================================================
 
+// The shared buffer after `buffer` in a ring of kStages.
+template <int kStages>
+__device__ __forceinline__ int next_buffer(int buffer) {
+  return buffer + 1 == kStages ? 0 : buffer + 1;
+}
+
 // The wgmma loop's direct TMA copies of the k-step tiles at k0 (those the stagers say come
 // directly), issued by thread 0 and completing on `bar`.
 template <class Cfg, class StagerA, class StagerB>
@@ -776,7 +783,7 @@ __device__ __forceinline__ void issue_raw_tma(const TmaMaps& maps, const StagerA
     tma_load_tile(ring.tile(slot) + q * 32 * Cfg::kKStep, map, outer0 + 32 * q, k0, ring.bars + slot);
 }
 
-template <class Cfg, class StagerA, class StagerB>
+template <class Cfg, int kStages, class StagerA, class StagerB>
 __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scalar>& args, int& k0, int k_end,
                                                int buffer, const StagerA& stage_a,
                                                const StagerB& stage_b, StagedTile<Cfg>& staged_a,
@@ -789,15 +796,21 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   using T = typename Cfg::Scalar;
   constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
-  const int next = buffer ^ 1;
+  const int next = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
   if (has_next) {  // global loads in flight during this step's multiply-adds
     stage_a.fetch(args.a, k0 + Cfg::kKStep, staged_a);
     stage_b.fetch(args.b, k0 + Cfg::kKStep, staged_b);
-    if constexpr (Cfg::kWgmma) {
+    if constexpr (Cfg::kWgmma && kStages == 2) {
       // Buffer `next` was last read by step t-1's MMAs, done before its barrier.
       issue_tma<Cfg>(maps, stage_a, stage_b, k0 + Cfg::kKStep, a_tiles[next], b_tiles[next], tma_bars + next);
       // Raw copies run two steps ahead: slot `buffer` held step t, transposed during step t-1.
       if (k0 + 2 * Cfg::kKStep < k_end) issue_raw_tma<Cfg>(maps, stage_a, stage_b, k0 + 2 * Cfg::kKStep, ring, buffer);
+    } else if constexpr (Cfg::kWgmma) {
+      // Three buffers (no raw ring): the direct copies run two steps ahead, into the buffer
+      // step t-1's MMAs released before its barrier.
+      const int ahead = next_buffer<kStages>(next);
+      if (k0 + 2 * Cfg::kKStep < k_end)
+        issue_tma<Cfg>(maps, stage_a, stage_b, k0 + 2 * Cfg::kKStep, a_tiles[ahead], b_tiles[ahead], tma_bars + ahead);
     }
   }
   if constexpr (Cfg::kWgmma) {
@@ -911,8 +924,9 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
 // =============================================================================================
 
 /// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
-/// the operand's fast-path steps come by TMA (wgmma loop only).
-template <class Cfg, bool kTmaA, bool kTmaB>
+/// the operand's fast-path steps come by TMA (wgmma loop only); kStages: shared buffers per
+/// operand (3: the TMA instance without a raw ring, its direct copies two steps ahead).
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages>
 __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
@@ -927,9 +941,14 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   RawRing ring{raw_tiles, tma_bars + 2, 0};
   if constexpr (kTmaA || kTmaB) {
     issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
-    issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, ring, 0);
-    if (item.k_begin + Cfg::kKStep < item.k_end)
-      issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin + Cfg::kKStep, ring, 1);
+    if constexpr (kStages == 2) {
+      issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, ring, 0);
+      if (item.k_begin + Cfg::kKStep < item.k_end)
+        issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin + Cfg::kKStep, ring, 1);
+    } else if (item.k_begin + Cfg::kKStep < item.k_end) {
+      const int k1 = item.k_begin + Cfg::kKStep;
+      issue_tma<Cfg>(maps, stage_a, stage_b, k1, a_tiles[1], b_tiles[1], tma_bars + 1);
+    }
   }
   stage_a.fetch(args.a, item.k_begin, staged_a);
   stage_b.fetch(args.b, item.k_begin, staged_b);
@@ -941,16 +960,17 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   int buffer = 0;
   uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
 #pragma unroll 1
-  while (main_loop_step<Cfg>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles, acc,
-                             maps, tma_bars, tma_phase, ring)) {
-    buffer ^= 1;
+  while (main_loop_step<Cfg, kStages>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles,
+                                      b_tiles, acc, maps, tma_bars, tma_phase, ring)) {
+    buffer = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
   }
 }
 
 // The body of one block. kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and
 // its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
-// keeps its registers).
-template <class Cfg, bool kTmaA, bool kTmaB>
+// keeps its registers). kStages = 3 (both operands with direct maps only): the raw ring's
+// shared memory is a third buffer per operand.
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2>
 __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
@@ -964,8 +984,8 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
     extern __shared__ __align__(1024) unsigned char dynamic_smem[];
     unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
     a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
-    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + 2 * Cfg::kTileBytes);
-    if constexpr (kTmaA || kTmaB) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
+    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + kStages * Cfg::kTileBytes);
+    if constexpr ((kTmaA || kTmaB) && kStages == 2) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
   } else {
     __shared__ __align__(16) T a_static[2][kKStep * kStride];
     __shared__ __align__(16) T b_static[2][kKStep * kStride];
@@ -991,7 +1011,7 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
         for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
       __syncthreads();
     }
-    k_loop<Cfg, kTmaA, kTmaB>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
+    k_loop<Cfg, kTmaA, kTmaB, kStages>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
   }
 
   if (item.chunk_count > 1) {
@@ -1093,10 +1113,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // The wgmma config with TMA copies for A, B or both; the maps are a __grid_constant__
 // parameter, as TMA requires (the other kernels keep the parameters they had).
-template <class Cfg, bool kTmaA, bool kTmaB>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_tma_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
-  gemm_block<Cfg, kTmaA, kTmaB>(args, maps);
+  gemm_block<Cfg, kTmaA, kTmaB, kStages>(args, maps);
 }
 
 // =============================================================================================
@@ -1362,7 +1382,8 @@ int blocks_per_sm_of() {
                                        Cfg::kDynamicSmem));
     for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, false>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, false, true>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>)}) {
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3>)}) {
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
       // The plan's slots: the fewest blocks per SM of any of the config's kernels.
       int tma_blocks = 0;
@@ -1595,9 +1616,11 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
     if (a_tma || b_tma) {
-      auto kernel = a_tma && b_tma ? structured_gemm_tma_kernel<Cfg, true, true>
-                    : a_tma        ? structured_gemm_tma_kernel<Cfg, true, false>
-                                   : structured_gemm_tma_kernel<Cfg, false, true>;
+      // Both operands with direct copies only: no raw ring, its space a third buffer.
+      auto kernel = maps.has == (kADirect | kBDirect) ? structured_gemm_tma_kernel<Cfg, true, true, 3>
+                    : a_tma && b_tma                  ? structured_gemm_tma_kernel<Cfg, true, true>
+                    : a_tma                           ? structured_gemm_tma_kernel<Cfg, true, false>
+                                                      : structured_gemm_tma_kernel<Cfg, false, true>;
       kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_tma_kernel");
       return;
