@@ -1234,6 +1234,9 @@ std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step
   return tiles;
 }
 
+// The most chunks a tile is cut into.
+constexpr int kMaxChunks = 16;
+
 // Appends tile w as `chunks` items of about equal k-step counts, in k order.
 void append_chunks(std::vector<GemmWorkItem>& items, const TileWork& w, int chunks, int k_step) {
   for (int c = 0; c < chunks; ++c) {
@@ -1254,7 +1257,6 @@ void append_chunks(std::vector<GemmWorkItem>& items, const TileWork& w, int chun
 // k-steps (at least min_chunk_steps); granularity 0 splits nothing.
 std::vector<GemmWorkItem> split_tiles(const std::vector<TileWork>& tiles, double granularity, int slots,
                                       const ConfigTraits& t) {
-  constexpr int kMaxChunks = 16;
   double remaining = 0;
   for (const TileWork& w : tiles) remaining += w.steps;
   std::vector<GemmWorkItem> items;
@@ -1281,6 +1283,40 @@ std::vector<GemmWorkItem> split_tiles_evenly(const std::vector<TileWork>& tiles,
   for (const TileWork& w : tiles)
     append_chunks(items, w, std::max(1, std::min(chunks, w.steps / t.min_chunk_steps)), t.k_step);
   return items;
+}
+
+// Capped split: only the tiles longer than the per-slot share of all the work (total k-steps /
+// slots, the ideal makespan) are cut, each into as few chunks as bring it under the share — for
+// skewed tile costs (Upper·Upper) where a few long tiles set the makespan and the guided split
+// would also cut the many short tiles that list scheduling places whole. See
+// capped_split_applies for where it is a candidate.
+std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, int slots, const ConfigTraits& t) {
+  int64_t total = 0;
+  for (const TileWork& w : tiles) total += w.steps;
+  const int64_t share = std::max<int64_t>(t.min_chunk_steps, (total + slots - 1) / slots);
+  std::vector<GemmWorkItem> items;
+  items.reserve(tiles.size());
+  for (const TileWork& w : tiles) {
+    const int chunks = w.steps > share ? static_cast<int>((w.steps + share - 1) / share) : 1;
+    append_chunks(items, w, std::max(1, std::min({chunks, kMaxChunks, w.steps / t.min_chunk_steps})), t.k_step);
+  }
+  return items;
+}
+
+// Whether the capped split is a candidate. The model's slots run at a constant speed, so a
+// lone block at the end of the launch counts as slow as one sharing its SM. That holds for
+// register-staged steps (latency-bound), not for the wgmma loop's TMA-fed steps, which speed up
+// when the SM's other block is gone: there the split cost more than the imbalance it removes
+// (H100, TF32, N = 4096, 2026-11-23: Upper·Upper forward 0.176–0.190 ms → 0.183–0.186,
+// dA = triu(G·Bᵀ) unchanged) — except where both operands are k-major in memory, so one of them
+// is staged through registers whatever the ring (dB = triu(Aᵀ·G): 0.261–0.266 ms → 0.215–0.224).
+// The mma.sync loop, register-staged throughout, gains on all three (Upper·Upper forward
+// 0.343–0.344 ms → 0.307–0.311).
+bool capped_split_applies(const GemmProblem& p, GemmTileConfig config) {
+  if (config != GemmTileConfig::Float32Tf32Wgmma) return true;
+  const bool a_k_major = p.a.kind != OperandKind::Symmetric && p.a.trans;   // A[k][m]
+  const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans;  // B[k][n]
+  return a_k_major && b_k_major;
 }
 
 }  // namespace
@@ -1318,18 +1354,26 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   best.k_step = t.k_step;
   best.slots = slots;
   double best_cycles = -1;
-  // Candidates: no split, the guided split at three granularities, and (negative: -chunks) the
-  // even split that fills one wave.
-  std::vector<double> granularities =
-      schedule == GemmSchedule::Balanced ? std::vector<double>{0.0, 4.0, 2.0, 1.0} : std::vector<double>{0.0};
+  // Candidates: no split, the guided split at three granularities, the even split that fills one
+  // wave and the capped split of the long tiles.
+  enum class Split { Guided, Even, Capped };
+  struct Candidate {
+    Split split;
+    double value;  // Guided: granularity (0: no split); Even: chunks per tile
+  };
+  std::vector<Candidate> candidates{{Split::Guided, 0.0}};
   if (schedule == GemmSchedule::Balanced) {
+    for (const double granularity : {4.0, 2.0, 1.0}) candidates.push_back({Split::Guided, granularity});
     const int64_t busy = std::count_if(tiles.begin(), tiles.end(), [](const TileWork& w) { return w.steps > 0; });
-    const int chunks = busy > 0 ? static_cast<int>(std::min<int64_t>(16, slots / busy)) : 0;
-    if (chunks >= 2) granularities.push_back(-chunks);
+    const int chunks = busy > 0 ? static_cast<int>(std::min<int64_t>(kMaxChunks, slots / busy)) : 0;
+    if (chunks >= 2) candidates.push_back({Split::Even, double(chunks)});
+    if (capped_split_applies(p, config)) candidates.push_back({Split::Capped, 0.0});
   }
-  for (const double granularity : granularities) {
-    std::vector<GemmWorkItem> items = granularity >= 0 ? split_tiles(tiles, granularity, slots, t)
-                                                       : split_tiles_evenly(tiles, static_cast<int>(-granularity), t);
+  for (const Candidate& candidate : candidates) {
+    std::vector<GemmWorkItem> items =
+        candidate.split == Split::Guided ? split_tiles(tiles, candidate.value, slots, t)
+        : candidate.split == Split::Even ? split_tiles_evenly(tiles, static_cast<int>(candidate.value), t)
+                                         : split_long_tiles(tiles, slots, t);
     // Chunks re-sorted among whole tiles; stable keeps a tile's chunks together.
     if (heaviest_first) std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
       return item_cost(x, t.k_step, model) > item_cost(y, t.k_step, model);
@@ -1411,9 +1455,9 @@ int blocks_per_sm(GemmTileConfig config) {
   return 1;
 }
 
-// The plan depends on sizes, kinds, mask, dtype, device and schedule — not on trans, pointers
-// or alpha (those only change addressing), so products of one shape share an entry.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int>;
+// The plan depends on sizes, kinds, transposition (the layouts: capped_split_applies), mask,
+// dtype, device and schedule — not on pointers or alpha, so products of one shape share an entry.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int, int>;
 
 std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
 std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
@@ -1464,8 +1508,8 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const GemmSchedule schedule = gemm_schedule();
   const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
   const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
-  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), int(p.mask), int(dtype), device, int(schedule),
-                    int(tf32) + int(wgmma)};
+  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
+                    int(dtype), device, int(schedule), int(tf32) + int(wgmma)};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);

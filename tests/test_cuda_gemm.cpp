@@ -411,6 +411,29 @@ TEST(CudaGemmPlanner, FewEqualTilesAreSplitEvenlyIntoOneWave) {
   EXPECT_LT(plan.estimated_cycles, unsplit.estimated_cycles);
 }
 
+TEST(CudaGemmPlanner, LongTilesOfBothKMajorProductsAreCutToThePerSlotShare) {
+  // dB = triu(Aᵀ·G) of Upper·Upper in TF32 at N = 4096: 528 tiles of 4 … 128 k-steps, 90.7 per
+  // slot on 264 slots. Unsplit, the 128-step tile alone sets the makespan (the planner kept
+  // that); the capped split cuts just the tiles longer than the share, each in two.
+  const GemmProblem db = square(4096, {OperandKind::Lower, true}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmWorkPlan plan = plan_structured_gemm(db, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+  int64_t total_steps = 0, longest = 0;
+  for (const auto& item : plan.items) {
+    const int64_t steps = (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step;
+    total_steps += std::max<int64_t>(steps, 0);
+    longest = std::max(longest, steps);
+  }
+  const int64_t share = (total_steps + 263) / 264;
+  EXPECT_LE(longest, share) << plan.summary();
+  EXPECT_GT(plan.split_tiles, 0) << plan.summary();
+  EXPECT_LE(plan.split_tiles, 64) << plan.summary();  // only the long tiles: 55 of them
+  for (const auto& item : plan.items) EXPECT_LE(item.chunk_count, 2);
+  EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.9) << plan.summary();
+  // The forward (A not transposed: its steps come by TMA) keeps its tiles whole.
+  const GemmProblem fwd = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  EXPECT_EQ(plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2).split_tiles, 0);
+}
+
 TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
   const int64_t n = 4096;
   const double n3 = double(n) * n * n;
