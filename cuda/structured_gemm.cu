@@ -1307,9 +1307,9 @@ std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, i
 // lone block at the end of the launch counts as slow as one sharing its SM. That holds for
 // register-staged steps (latency-bound), not for the wgmma loop's TMA-fed steps, which speed up
 // when the SM's other block is gone: there the split cost more than the imbalance it removes
-// (H100, TF32, N = 4096, 2026-11-23: Upper·Upper forward 0.176–0.190 ms → 0.183–0.186,
+// (H100, TF32, N = 4096, 2026-11-23: Upper·Upper forward 0.175–0.190 ms → 0.183–0.186,
 // dA = triu(G·Bᵀ) unchanged) — except where both operands are k-major in memory, so one of them
-// is staged through registers whatever the ring (dB = triu(Aᵀ·G): 0.261–0.266 ms → 0.215–0.224).
+// is staged through registers whatever the ring (dB = triu(Aᵀ·G): 0.258–0.266 ms → 0.215–0.224).
 // The mma.sync loop, register-staged throughout, gains on all three (Upper·Upper forward
 // 0.343–0.344 ms → 0.307–0.311).
 bool capped_split_applies(const GemmProblem& p, GemmTileConfig config) {
