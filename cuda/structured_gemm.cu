@@ -450,7 +450,7 @@ enum class TmaCopy : uint8_t { None, Direct, Raw };
 // major ones directly into the wgmma tile, k-major ones (when the block's raw ring is this
 // operand's) into a raw tile that the threads transpose into it. The register fast path stays
 // for k-major operands without the ring (fetch); the other steps are staged as usual.
-template <class Cfg, bool kTma = false>
+template <class Cfg, bool kTma = false, bool kDiag = false>
 struct OperandStager {
   using T = typename Cfg::Scalar;
   static constexpr int kVec = Cfg::kVec, kLoads = Cfg::kLoads, kStride = Cfg::kStride;
@@ -520,9 +520,17 @@ struct OperandStager {
     fast_k_lo = lo;
     fast_k_last = hi - Cfg::kKStep;
     tma_copy = TmaCopy::None;
-    if (kTma && fast_k_last >= fast_k_lo)
+    if (kTma && fast_k_last >= fast_k_lo) {
       tma_copy = fast_outer_major ? (has_direct ? TmaCopy::Direct : TmaCopy::None)
                                   : (has_raw ? TmaCopy::Raw : TmaCopy::None);
+      // A triangular operand copied by TMA takes its diagonal-crossing steps the same way, every
+      // whole step of the item: the structural zeros are written after the copy (masked_step).
+      if (kDiag && tma_copy != TmaCopy::None &&
+          (v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter)) {
+        fast_k_lo = k_begin;
+        fast_k_last = k_begin + (item_k_end - k_begin) / Cfg::kKStep * Cfg::kKStep - Cfg::kKStep;
+      }
+    }
     const T* base = fast_outer_major ? v.data + static_cast<int64_t>(outer0 + om_outer()) * v.ld + om_k()
                                      : v.data + static_cast<int64_t>(km_k()) * v.ld + outer0 + km_outer();
     fast_base = reinterpret_cast<const char*>(base);
@@ -537,9 +545,19 @@ struct OperandStager {
   __device__ __forceinline__ bool by_direct_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Direct; }
   __device__ __forceinline__ bool by_raw_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Raw; }
   __device__ __forceinline__ bool raw() const { return kTma && tma_copy == TmaCopy::Raw; }
-  /// Leaves the raw ring to the other operand: the fast-path steps are staged through registers.
-  __device__ __forceinline__ void give_up_raw() {
-    if (raw()) tma_copy = TmaCopy::None;
+  /// Leaves the raw ring to the other operand: the fast-path steps are staged through registers
+  /// (the fast range back to the steps inside the structure's non-zero part).
+  __device__ __forceinline__ void give_up_raw(const OperandView<T>& v, int k_begin) {
+    if (!raw()) return;
+    if constexpr (kDiag) *this = OperandStager(v, outer0, k_begin, k_end);
+    else tma_copy = TmaCopy::None;
+  }
+
+  /// Whether the k-step tile at k0 crosses the operand's diagonal (has structural zeros).
+  __device__ __forceinline__ bool masked_step(const OperandView<T>& v, int k0) const {
+    return v.pattern == Pattern::KAtLeastOuter   ? k0 < outer0 + Cfg::kTile - 1
+           : v.pattern == Pattern::KAtMostOuter ? k0 + Cfg::kKStep - 1 > outer0
+                                                 : false;
   }
 
   // Fetches the k-step tile at k0 (one IMAD.WIDE per fast-path address).
@@ -654,21 +672,53 @@ struct OperandStager {
     }
   }
 
-  /// Stores the tile fetched for k0, unless it comes by TMA: a direct copy is in place already;
-  /// a raw copy (ring slot `slot`) is waited for, transposed through registers and stored.
-  __device__ __forceinline__ void store_at(int k0, T* tile, StagedTile<Cfg>& staged, RawRing& ring, int slot) const {
+  /// Stores the tile fetched for k0, unless it comes by TMA: a direct copy is in place already
+  /// (on a diagonal-crossing step its structural zeros are written once it has landed: `bar`,
+  /// `parity`); a raw copy (ring slot `slot`) is waited for, transposed through registers (masked
+  /// on a diagonal-crossing step) and stored.
+  __device__ __forceinline__ void store_at(const OperandView<T>& v, int k0, T* tile, StagedTile<Cfg>& staged,
+                                           RawRing& ring, int slot, uint64_t* bar, uint32_t parity) const {
     if constexpr (kTma) {
       if (by_tma(k0)) {
         if (tma_copy == TmaCopy::Raw) {
           ring.wait(slot);
           load_raw(ring.tile(slot), staged);
+          if (kDiag && masked_step(v, k0)) {
+#pragma unroll
+            for (int p = 0; p < kLoads; ++p)
+#pragma unroll
+              for (int j = 0; j < kVec; ++j)
+                if (!pattern_allows(v.pattern, outer0 + raw_outer() + j, k0 + raw_k() + p)) staged.value[p][j] = T(0);
+          }
           round_for_tensor_cores(staged);
           store_swizzled(tile, staged, raw_outer(), raw_k());
+        } else if (kDiag && masked_step(v, k0)) {
+          mbarrier_wait(bar, parity);
+          zero_structural(v, k0, tile);
         }
         return;
       }
     }
     store(tile, staged);
+  }
+
+  // Writes the structural zeros into a direct copy of a diagonal-crossing k-step tile: each
+  // thread rewrites 4 of the tile's 1024 16-byte chunks (row q/8, chunk q mod 8 along k, q = tid +
+  // 256·c); 8 consecutive threads cover one 128-byte row, conflict-free.
+  __device__ __forceinline__ void zero_structural(const OperandView<T>& v, int k0, T* tile) const {
+    static_assert(Cfg::kTile * Cfg::kKStep / 4 == 4 * Cfg::kThreads, "4 chunks per thread");
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int q = threadIdx.x + c * Cfg::kThreads;
+      const int row = q >> 3, k = 4 * (q & 7);
+      T* chunk = swizzled_chunk(tile, row, k);
+      T value[4];
+      load4_shared(chunk, value);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (!pattern_allows(v.pattern, outer0 + row, k0 + k + j)) value[j] = T(0);
+      store_vec_shared(chunk, value);
+    }
   }
 
   // The raw tile: box q (outer 32q … 32q + 31) of 32 rows of k, each 128 bytes in the 128-byte
@@ -833,8 +883,9 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     wgmma_fence_operands(acc);
     if (has_next) {
       // Buffer `next` was last read by the MMAs of step t-1, complete before its barrier.
-      stage_a.store_at(k0 + Cfg::kKStep, a_tiles[next], staged_a, ring, next);
-      stage_b.store_at(k0 + Cfg::kKStep, b_tiles[next], staged_b, ring, next);
+      const uint32_t parity = (tma_phase >> next) & 1;  // of step t+1's direct copies
+      stage_a.store_at(args.a, k0 + Cfg::kKStep, a_tiles[next], staged_a, ring, next, tma_bars + next, parity);
+      stage_b.store_at(args.b, k0 + Cfg::kKStep, b_tiles[next], staged_b, ring, next, tma_bars + next, parity);
       fence_shared_for_async_proxy();
     }
     // This step's MMAs done before the barrier: after it, step t+2 is stored into their buffer.
@@ -926,7 +977,7 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
 /// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
 /// the operand's fast-path steps come by TMA (wgmma loop only); kStages: shared buffers per
 /// operand (3: the TMA instance without a raw ring, its direct copies two steps ahead).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag>
 __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
@@ -934,9 +985,9 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
                                        uint64_t* tma_bars, float* raw_tiles) {
   uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
   if constexpr (kTmaA || kTmaB) has = maps.has;
-  OperandStager<Cfg, kTmaA> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
-  const OperandStager<Cfg, kTmaB> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect, has & kBRaw);
-  if (stage_b.raw()) stage_a.give_up_raw();  // the block's one raw ring goes to B
+  OperandStager<Cfg, kTmaA, kDiag> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
+  const OperandStager<Cfg, kTmaB, kDiag> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect, has & kBRaw);
+  if (stage_b.raw()) stage_a.give_up_raw(args.a, item.k_begin);  // the block's one raw ring goes to B
   StagedTile<Cfg> staged_a, staged_b;
   RawRing ring{raw_tiles, tma_bars + 2, 0};
   if constexpr (kTmaA || kTmaB) {
@@ -952,8 +1003,8 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   }
   stage_a.fetch(args.a, item.k_begin, staged_a);
   stage_b.fetch(args.b, item.k_begin, staged_b);
-  stage_a.store_at(item.k_begin, a_tiles[0], staged_a, ring, 0);
-  stage_b.store_at(item.k_begin, b_tiles[0], staged_b, ring, 0);
+  stage_a.store_at(args.a, item.k_begin, a_tiles[0], staged_a, ring, 0, tma_bars, 0);
+  stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0, tma_bars, 0);
   if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
   __syncthreads();
   int k0 = item.k_begin;
@@ -970,7 +1021,7 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
 // its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
 // keeps its registers). kStages = 3 (both operands with direct maps only): the raw ring's
 // shared memory is a third buffer per operand.
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false>
 __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
@@ -1011,7 +1062,7 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
         for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
       __syncthreads();
     }
-    k_loop<Cfg, kTmaA, kTmaB, kStages>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
+    k_loop<Cfg, kTmaA, kTmaB, kStages, kDiag>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
   }
 
   if (item.chunk_count > 1) {
@@ -1113,10 +1164,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // The wgmma config with TMA copies for A, B or both; the maps are a __grid_constant__
 // parameter, as TMA requires (the other kernels keep the parameters they had).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_tma_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
-  gemm_block<Cfg, kTmaA, kTmaB, kStages>(args, maps);
+  gemm_block<Cfg, kTmaA, kTmaB, kStages, kDiag>(args, maps);
 }
 
 // =============================================================================================
@@ -1427,7 +1478,9 @@ int blocks_per_sm_of() {
     for (const void* kernel : {reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, false>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, false, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3>)}) {
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, true>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3, true>)}) {
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
       // The plan's slots: the fewest blocks per SM of any of the config's kernels.
       int tma_blocks = 0;
@@ -1660,11 +1713,21 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
     if (a_tma || b_tma) {
-      // Both operands with direct copies only: no raw ring, its space a third buffer.
-      auto kernel = maps.has == (kADirect | kBDirect) ? structured_gemm_tma_kernel<Cfg, true, true, 3>
-                    : a_tma && b_tma                  ? structured_gemm_tma_kernel<Cfg, true, true>
-                    : a_tma                           ? structured_gemm_tma_kernel<Cfg, true, false>
-                                                      : structured_gemm_tma_kernel<Cfg, false, true>;
+      // Both operands with direct copies only: no raw ring, its space a third buffer. A
+      // triangular operand's diagonal-crossing steps by TMA too (kDiag), except where both
+      // operands are k-major (one of them stays on the register stager; measured slower).
+      auto triangular = [](const OperandView<T>& v) {
+        return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
+      };
+      const bool diag = (triangular(args.a) || triangular(args.b)) && tf32_loop() == Tf32Loop::Auto &&
+                        !(args.a.layout == Layout::KMajor && args.b.layout == Layout::KMajor);
+      const bool deep = maps.has == (kADirect | kBDirect);
+      auto kernel = deep && diag         ? structured_gemm_tma_kernel<Cfg, true, true, 3, true>
+                    : deep               ? structured_gemm_tma_kernel<Cfg, true, true, 3>
+                    : a_tma && b_tma && diag ? structured_gemm_tma_kernel<Cfg, true, true, 2, true>
+                    : a_tma && b_tma     ? structured_gemm_tma_kernel<Cfg, true, true>
+                    : a_tma              ? structured_gemm_tma_kernel<Cfg, true, false>
+                                         : structured_gemm_tma_kernel<Cfg, false, true>;
       kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_tma_kernel");
       return;
