@@ -449,8 +449,11 @@ enum class TmaCopy : uint8_t { None, Direct, Raw };
 // kTma (wgmma loop, TMA maps made for the operand): the fast-path k-steps come by TMA — outer-
 // major ones directly into the wgmma tile, k-major ones (when the block's raw ring is this
 // operand's) into a raw tile that the threads transpose into it. The register fast path stays
-// for k-major operands without the ring (fetch); the other steps are staged as usual.
-template <class Cfg, bool kTma = false, bool kDiag = false>
+// for k-major operands without the ring (fetch); the other steps are staged as usual. kDiag: a
+// triangular operand's diagonal-crossing steps by TMA too (structural zeros written after the
+// copy); kSym: a Symmetric operand's whole steps in both triangles by TMA (stored: directly,
+// mirrored: raw, with the ring), not only the longer span's.
+template <class Cfg, bool kTma = false, bool kDiag = false, bool kSym = false>
 struct OperandStager {
   using T = typename Cfg::Scalar;
   static constexpr int kVec = Cfg::kVec, kLoads = Cfg::kLoads, kStride = Cfg::kStride;
@@ -468,6 +471,8 @@ struct OperandStager {
   const char* fast_base;  // this thread's fast-path element at k = 0
   int fast_k_bytes;       // bytes between consecutive k in the fast layout (the host keeps ld·8 < 2^31)
   TmaCopy tma_copy;       // how the fast-path steps come (kTma only)
+  uint8_t sym_regions;    // kSym, Symmetric operand: bit 0 its stored triangle's whole steps come
+                          // directly, bit 1 its mirrored triangle's raw (whichever span is longer)
 
   __device__ __forceinline__ static int km_k() {
     if constexpr (Cfg::kWgmma) return (4 * ((threadIdx.x >> 5) & 1) + ((threadIdx.x >> 1) & 3)) * kLoads;
@@ -531,6 +536,13 @@ struct OperandStager {
         fast_k_last = k_begin + (item_k_end - k_begin) / Cfg::kKStep * Cfg::kKStep - Cfg::kKStep;
       }
     }
+    sym_regions = 0;
+    if constexpr (kSym) {
+      // The raw ring only where the item starts with a whole mirrored step (they come first).
+      if (v.pattern == Pattern::Symmetric && v.vector_ok && outer0 + Cfg::kTile <= v.extent)
+        sym_regions = (has_direct ? 1 : 0) |
+                      (has_raw && k_begin + Cfg::kKStep <= outer0 && k_begin + Cfg::kKStep <= k_end ? 2 : 0);
+    }
     const T* base = fast_outer_major ? v.data + static_cast<int64_t>(outer0 + om_outer()) * v.ld + om_k()
                                      : v.data + static_cast<int64_t>(km_k()) * v.ld + outer0 + km_outer();
     fast_base = reinterpret_cast<const char*>(base);
@@ -539,16 +551,41 @@ struct OperandStager {
 
   /// Whether the k-step tile at k0 comes by TMA (uniform over the block), directly or raw.
   __device__ __forceinline__ bool by_tma(int k0) const {
+    if constexpr (kSym) {
+      if (sym_regions != 0) return by_direct_tma(k0) || by_raw_tma(k0);
+    }
+    return in_tma_range(k0);
+  }
+  __device__ __forceinline__ bool by_direct_tma(int k0) const {
+    if constexpr (kSym) {
+      // The whole step lies in the stored triangle (outer <= k everywhere).
+      if (sym_regions != 0) return (sym_regions & 1) && k0 >= outer0 + Cfg::kTile - 1 && k0 + Cfg::kKStep <= k_end;
+    }
+    return in_tma_range(k0) && tma_copy == TmaCopy::Direct;
+  }
+  __device__ __forceinline__ bool by_raw_tma(int k0) const {
+    if constexpr (kSym) {
+      // The whole step lies in the mirrored triangle (outer > k everywhere).
+      if (sym_regions != 0) return (sym_regions & 2) && k0 + Cfg::kKStep <= outer0 && k0 + Cfg::kKStep <= k_end;
+    }
+    return in_tma_range(k0) && tma_copy == TmaCopy::Raw;
+  }
+  // The fast-path steps' copies (every kTma stager but a kSym one's Symmetric operand).
+  __device__ __forceinline__ bool in_tma_range(int k0) const {
     if constexpr (!kTma) return false;
     else return tma_copy != TmaCopy::None && k0 >= fast_k_lo && k0 <= fast_k_last;
   }
-  __device__ __forceinline__ bool by_direct_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Direct; }
-  __device__ __forceinline__ bool by_raw_tma(int k0) const { return by_tma(k0) && tma_copy == TmaCopy::Raw; }
-  __device__ __forceinline__ bool raw() const { return kTma && tma_copy == TmaCopy::Raw; }
+  __device__ __forceinline__ bool raw() const {
+    if constexpr (kSym) {
+      if (sym_regions != 0) return (sym_regions & 2) != 0;
+    }
+    return kTma && tma_copy == TmaCopy::Raw;
+  }
   /// Leaves the raw ring to the other operand: the fast-path steps are staged through registers
   /// (the fast range back to the steps inside the structure's non-zero part).
   __device__ __forceinline__ void give_up_raw(const OperandView<T>& v, int k_begin) {
     if (!raw()) return;
+    if constexpr (kSym) sym_regions &= ~2;  // (its mirrored steps then staged as before)
     if constexpr (kDiag) *this = OperandStager(v, outer0, k_begin, k_end);
     else tma_copy = TmaCopy::None;
   }
@@ -680,7 +717,7 @@ struct OperandStager {
                                            RawRing& ring, int slot, uint64_t* bar, uint32_t parity) const {
     if constexpr (kTma) {
       if (by_tma(k0)) {
-        if (tma_copy == TmaCopy::Raw) {
+        if (kSym ? by_raw_tma(k0) : tma_copy == TmaCopy::Raw) {
           ring.wait(slot);
           load_raw(ring.tile(slot), staged);
           if (kDiag && masked_step(v, k0)) {
@@ -977,7 +1014,7 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
 /// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
 /// the operand's fast-path steps come by TMA (wgmma loop only); kStages: shared buffers per
 /// operand (3: the TMA instance without a raw ring, its direct copies two steps ahead).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag, bool kSym>
 __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
@@ -985,8 +1022,9 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
                                        uint64_t* tma_bars, float* raw_tiles) {
   uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
   if constexpr (kTmaA || kTmaB) has = maps.has;
-  OperandStager<Cfg, kTmaA, kDiag> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
-  const OperandStager<Cfg, kTmaB, kDiag> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect, has & kBRaw);
+  OperandStager<Cfg, kTmaA, kDiag, kSym> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
+  const OperandStager<Cfg, kTmaB, kDiag, kSym> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect,
+                                                        has & kBRaw);
   if (stage_b.raw()) stage_a.give_up_raw(args.a, item.k_begin);  // the block's one raw ring goes to B
   StagedTile<Cfg> staged_a, staged_b;
   RawRing ring{raw_tiles, tma_bars + 2, 0};
@@ -1021,7 +1059,7 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
 // its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
 // keeps its registers). kStages = 3 (both operands with direct maps only): the raw ring's
 // shared memory is a third buffer per operand.
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false, bool kSym = false>
 __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
@@ -1062,7 +1100,8 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
         for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
       __syncthreads();
     }
-    k_loop<Cfg, kTmaA, kTmaB, kStages, kDiag>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
+    k_loop<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars,
+                                                    raw_tiles);
   }
 
   if (item.chunk_count > 1) {
@@ -1164,10 +1203,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // The wgmma config with TMA copies for A, B or both; the maps are a __grid_constant__
 // parameter, as TMA requires (the other kernels keep the parameters they had).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false>
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false, bool kSym = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_tma_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
-  gemm_block<Cfg, kTmaA, kTmaB, kStages, kDiag>(args, maps);
+  gemm_block<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, maps);
 }
 
 // =============================================================================================
@@ -1480,7 +1519,8 @@ int blocks_per_sm_of() {
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, true>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3, true>)}) {
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3, true>),
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>)}) {
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
       // The plan's slots: the fewest blocks per SM of any of the config's kernels.
       int tma_blocks = 0;
@@ -1722,9 +1762,15 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
       const bool diag = (triangular(args.a) || triangular(args.b)) && tf32_loop() == Tf32Loop::Auto &&
                         !(args.a.layout == Layout::KMajor && args.b.layout == Layout::KMajor);
       const bool deep = maps.has == (kADirect | kBDirect);
+      // Symmetric operands' both triangles by TMA (kSym): Symmetric·Symmetric only (H100, TF32,
+      // N = 4096: 0.916–0.919 ms → 0.864–0.867; Sym·Dense, whose B takes the ring, went 0.889–0.914
+      // → 0.926–0.932 with it).
+      const bool sym = tf32_loop() == Tf32Loop::Auto && args.a.pattern == Pattern::Symmetric &&
+                       args.b.pattern == Pattern::Symmetric;
       auto kernel = deep && diag         ? structured_gemm_tma_kernel<Cfg, true, true, 3, true>
                     : deep               ? structured_gemm_tma_kernel<Cfg, true, true, 3>
                     : a_tma && b_tma && diag ? structured_gemm_tma_kernel<Cfg, true, true, 2, true>
+                    : a_tma && b_tma && sym  ? structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>
                     : a_tma && b_tma     ? structured_gemm_tma_kernel<Cfg, true, true>
                     : a_tma              ? structured_gemm_tma_kernel<Cfg, true, false>
                                          : structured_gemm_tma_kernel<Cfg, false, true>;
