@@ -472,7 +472,8 @@ struct OperandStager {
   int fast_k_bytes;       // bytes between consecutive k in the fast layout (the host keeps ld·8 < 2^31)
   TmaCopy tma_copy;       // how the fast-path steps come (kTma only)
   uint8_t sym_regions;    // kSym, Symmetric operand: bit 0 its stored triangle's whole steps come
-                          // directly, bit 1 its mirrored triangle's raw (whichever span is longer)
+                          // directly, bit 1 its mirrored triangle's raw (both spans, not only the
+                          // longer one that the fast range covers)
 
   __device__ __forceinline__ static int km_k() {
     if constexpr (Cfg::kWgmma) return (4 * ((threadIdx.x >> 5) & 1) + ((threadIdx.x >> 1) & 3)) * kLoads;
