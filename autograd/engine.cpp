@@ -73,8 +73,8 @@ bool needs_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-            const std::vector<Tensor>& saved, BackwardFn backward) {
+Node& record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+             const std::vector<Tensor>& saved, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->name = name;
   node->next.reserve(inputs.size());
@@ -99,6 +99,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
     outputs[i].impl().grad_fn = node;
     outputs[i].impl().output_nr = static_cast<uint32_t>(i);
   }
+  return *node;
 }
 
 Tensor project_gradient(const Tensor& g, Structure s) {
@@ -212,7 +213,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       const TensorMeta& m = node->output_meta[i];
       if (!grads[i].defined())
         grads[i] = zeros(m.shape, TensorOptions().dtype(m.dtype).device(m.device));
-      grads[i] = project_gradient(grads[i], m.structure);
+      if (!node->reads_gradients_through_structure) grads[i] = project_gradient(grads[i], m.structure);
     }
     ctx.grad_outputs = std::move(grads);
     for (const SavedTensor& s : node->saved) {

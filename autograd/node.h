@@ -37,7 +37,9 @@ struct TensorMeta {
 };
 
 /// What a backward closure receives. grad_outputs[i] already has the structure of output i
-/// (the engine projects it), so a backward can rely on G being upper for an Upper output.
+/// (the engine projects it), so a backward can rely on G being upper for an Upper output —
+/// unless the record reads its gradients through its outputs' structures itself
+/// (Node::reads_gradients_through_structure).
 struct BackwardContext {
   std::vector<Tensor> grad_outputs;   ///< one upstream gradient per output, projected onto its structure
   std::vector<Tensor> saved;          ///< the tensors record() saved, in order
@@ -69,6 +71,10 @@ struct Node {
   std::vector<SavedTensor> saved;       ///< tensors the backward reads
   BackwardFn backward;                  ///< the op's backward closure
   bool consumed = false;                ///< set once backward ran without retain_graph
+  /// The backward reads each upstream gradient only through its output's structure (matmul:
+  /// as a GEMM operand whose descriptor ignores the zero triangle), which is the projection,
+  /// so the engine passes the gradients unprojected and saves the copy.
+  bool reads_gradients_through_structure = false;
   std::shared_ptr<TapeCounter> counter; ///< this thread's live-record counter (tape_size())
 
   Node();
@@ -85,8 +91,8 @@ int64_t tape_size();
 bool needs_record(const std::vector<Tensor>& inputs);
 
 /// Appends a record for an op: wires the outputs' grad_fn, saves `saved` (detached, with
-/// versions) and stores `backward`. Call only when needs_record(inputs).
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+/// versions) and stores `backward`; returns the record. Call only when needs_record(inputs).
+Node& record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             const std::vector<Tensor>& saved, BackwardFn backward);
 
 /// The engine (autograd/engine.cpp): runs backward from `root` with upstream `gradient`.

@@ -114,24 +114,28 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   Tensor c = gemm_raw(a, da, b, db, mask, 1.0);
   if (!autograd::needs_record({a, b})) return c;
 
-  autograd::record(name, {a, b}, {c}, {a, b}, [sa, sb, ta, tb](autograd::BackwardContext& ctx) {
-    const Tensor& g = ctx.grad_outputs[0];  // has C's structure (upper for Upper·Upper)
+  const Structure sc = c.structure();  // Dense or Upper
+  autograd::Node& node = autograd::record(name, {a, b}, {c}, {a, b}, [sa, sb, sc, ta, tb](autograd::BackwardContext& ctx) {
+    // G unprojected: read through C's structure, an Upper descriptor ignores its lower
+    // triangle, which is the projection onto C's structure without the triu copy.
+    const Tensor& g = ctx.grad_outputs[0];
     const Tensor &a_saved = ctx.saved[0], &b_saved = ctx.saved[1];
     Tensor da_grad, db_grad;
     if (ctx.needs(0)) {
       // dop(a) = G · op(b)ᵀ;  when a was read transposed, da = op(b) · Gᵀ.
-      da_grad = ta ? gemm_raw(b_saved, operand(sb, tb), g, operand(g.structure(), true), mask_for_gradient(sa), 1.0)
-                   : gemm_raw(g, operand(g.structure(), false), b_saved, operand(sb, !tb), mask_for_gradient(sa), 1.0);
+      da_grad = ta ? gemm_raw(b_saved, operand(sb, tb), g, operand(sc, true), mask_for_gradient(sa), 1.0)
+                   : gemm_raw(g, operand(sc, false), b_saved, operand(sb, !tb), mask_for_gradient(sa), 1.0);
       da_grad = finish_gradient(da_grad, sa);
     }
     if (ctx.needs(1)) {
       // dop(b) = op(a)ᵀ · G;  when b was read transposed, db = Gᵀ · op(a).
-      db_grad = tb ? gemm_raw(g, operand(g.structure(), true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
-                   : gemm_raw(a_saved, operand(sa, !ta), g, operand(g.structure(), false), mask_for_gradient(sb), 1.0);
+      db_grad = tb ? gemm_raw(g, operand(sc, true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
+                   : gemm_raw(a_saved, operand(sa, !ta), g, operand(sc, false), mask_for_gradient(sb), 1.0);
       db_grad = finish_gradient(db_grad, sb);
     }
     return std::vector<Tensor>{da_grad, db_grad};
   });
+  node.reads_gradients_through_structure = true;
   return c;
 }
 

@@ -233,6 +233,32 @@ TEST_P(StructuredOnDevice, GradientsOfStructuredLeavesAreProjections) {
   EXPECT_EQ(s.grad().structure(), S::Symmetric);
 }
 
+TEST_P(StructuredOnDevice, UpperProductBackwardReadsOnlyTheGradientsUpperTriangle) {
+  // matmul's record takes the upstream gradient unprojected and reads it through C's Upper
+  // structure (no triu copy): a NaN lower triangle must act as the projection's zeros, giving
+  // the gradients of the projected upstream bit for bit. Past one GPU tile; both precisions.
+  const int64_t n = 150;
+  for (sg::DType dtype : {sg::kFloat64, sg::kFloat32}) {
+    const sg::UpperTriangular a = sg::UpperTriangular::randn(n, opts(dtype));
+    const sg::UpperTriangular b = sg::UpperTriangular::randn(n, opts(dtype));
+    const sg::Tensor g = sg::randn({n, n}, opts(dtype));
+    std::vector<double> poisoned = g.to_vector();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < i; ++j) poisoned[i * n + j] = std::nan("");
+    auto gradients = [&](const sg::Tensor& upstream) {
+      sg::Tensor x = a.detach().requires_grad_(), y = b.detach().requires_grad_();
+      sg::matmul(x, y).backward(upstream);
+      return std::make_pair(x.grad().to_vector(), y.grad().to_vector());
+    };
+    const auto [da, db] = gradients(sg::from_vector(poisoned, {n, n}, opts(dtype)));
+    const auto [da_ref, db_ref] = gradients(sg::triu(g));
+    EXPECT_EQ(da, da_ref) << sg::dtype_name(dtype);
+    EXPECT_EQ(db, db_ref) << sg::dtype_name(dtype);
+    for (double v : da) ASSERT_TRUE(std::isfinite(v));
+    for (double v : db) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
 TEST_P(StructuredOnDevice, CheckedEntriesNameTheFirstOffendingEntry) {
   auto x = sg::tensor({{1.0, 2.0, 3.0}, {0.0, 4.0, 5.0}, {0.0, 0.5, 6.0}}, opts());
   auto before = x.to_vector();
