@@ -35,6 +35,7 @@ struct Options {
   bool mma_sync = false;  // TF32 on the mma.sync loop even where wgmma runs (the ablation)
   bool no_tma = false;    // TF32 on the wgmma loop with every tile staged through registers
   bool tma_outer_major = false;  // TF32 on the wgmma loop, TMA for outer-major operands only
+  std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first
 };
 
 struct Row {
@@ -69,10 +70,14 @@ Options parse(int argc, char** argv) {
     else if (arg == "--mma-sync") o.mma_sync = true;
     else if (arg == "--no-tma") o.no_tma = true;
     else if (arg == "--tma-outer-major") o.tma_outer_major = true;
+    else if (arg == "--relayout" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
+                                                     std::string(argv[i + 1]) == "never" ||
+                                                     std::string(argv[i + 1]) == "always"))
+      o.relayout = next();
     else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major]]\n");
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major] [--relayout auto|never|always]]\n");
       std::exit(2);
     }
   }
@@ -353,13 +358,16 @@ int main(int argc, char** argv) {
     if (options.mma_sync) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
     if (options.no_tma) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
     if (options.tma_outer_major) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
-    std::printf("bench_gemm_cuda on %s, float32 %s, median of %d\n", sg::cuda::device_name().c_str(),
+    if (options.relayout != "auto")
+      sg::detail::cuda::set_operand_relayout(options.relayout == "never" ? sg::detail::cuda::OperandRelayout::Never
+                                                                         : sg::detail::cuda::OperandRelayout::Always);
+    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s), median of %d\n", sg::cuda::device_name().c_str(),
                 !options.tf32          ? "exact (FFMA)"
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
                 : options.no_tma       ? "TF32 (tensor cores, register-staged tiles)"
                 : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"
                                        : "TF32 (tensor cores)",
-                options.reps);
+                options.relayout.c_str(), options.reps);
     Bench bench(options);
     for (int64_t n : options.sizes) bench.run_size(n);
     bench.print_table();

@@ -1211,6 +1211,58 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 }
 
 // =============================================================================================
+// Relayout: a k-major or Symmetric operand of a wgmma product copied outer-major first.
+//
+// The wgmma loop's TF32 tiles must be K-major in shared memory, so its direct TMA copies
+// take outer-major operands only; a k-major tile goes through the raw ring and a transposition
+// in registers, a Symmetric operand's mirrored part too. Where that costs more than one pass
+// over the operand, the launcher first writes out[o·ldo + k] = V(o, k) — the operand as an
+// outer-major matrix (a Symmetric one in full) — and runs the product on the copy. Structural
+// zeros are written near the diagonal only (kRelayoutZeroBand): the diagonal-crossing k-steps
+// that read them lie within one tile of it; the steps beyond are outside every k-range.
+constexpr int kRelayoutTile = 32, kRelayoutRows = 8;
+constexpr int kRelayoutZeroBand = 256;
+
+__global__ void __launch_bounds__(kRelayoutTile * kRelayoutRows)
+    relayout_outer_major_kernel(const OperandView<float> v, int32_t k_extent, float* out, int64_t ldo) {
+  __shared__ float tile[kRelayoutTile][kRelayoutTile + 1];
+  const int o0 = blockIdx.y * kRelayoutTile, k0 = blockIdx.x * kRelayoutTile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  constexpr int kLast = kRelayoutTile - 1;
+  // The tile's distance from the non-zero part (positive: structural zeros only).
+  const int zero_distance = v.pattern == Pattern::KAtLeastOuter  ? o0 - (k0 + kLast)
+                            : v.pattern == Pattern::KAtMostOuter ? k0 - (o0 + kLast)
+                                                                 : 0;
+  if (zero_distance >= kRelayoutZeroBand) return;
+  if (v.pattern == Pattern::Symmetric && o0 + kLast <= k0) {
+    // Wholly in the stored triangle: a straight copy, rows along k.
+    for (int r = ty; r < kRelayoutTile; r += kRelayoutRows) {
+      const int o = o0 + r, k = k0 + tx;
+      if (o < v.extent && k < k_extent) out[static_cast<int64_t>(o) * ldo + k] = v.data[static_cast<int64_t>(o) * v.ld + k];
+    }
+    return;
+  }
+  // Transposed through shared memory: read along outer (k-major storage), write along k.
+  for (int r = ty; r < kRelayoutTile; r += kRelayoutRows) {
+    const int o = o0 + tx, k = k0 + r;
+    float value = 0.0f;
+    if (zero_distance <= 0 && o < v.extent && k < k_extent) {
+      if (v.pattern == Pattern::Symmetric) {
+        value = v.data[o > k ? static_cast<int64_t>(k) * v.ld + o : static_cast<int64_t>(o) * v.ld + k];
+      } else if (pattern_allows(v.pattern, o, k)) {
+        value = v.data[static_cast<int64_t>(k) * v.ld + o];
+      }
+    }
+    tile[r][tx] = value;
+  }
+  __syncthreads();
+  for (int r = ty; r < kRelayoutTile; r += kRelayoutRows) {
+    const int o = o0 + r, k = k0 + tx;
+    if (o < v.extent && k < k_extent) out[static_cast<int64_t>(o) * ldo + k] = tile[tx][r];
+  }
+}
+
+// =============================================================================================
 // Host planner.
 //
 // Tile costs are uneven: Upper·Upper tile (i, j) has a k-range of j − i + 1 tiles, so the
@@ -1555,6 +1607,8 @@ using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, i
 
 std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
 std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
+std::atomic<int> current_relayout{static_cast<int>(OperandRelayout::Auto)};
+std::atomic<int64_t> relayout_copy_count{0};
 
 struct CachedPlan {
   GemmWorkPlan plan;
@@ -1784,6 +1838,76 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   SG_CUDA_CHECK_LAUNCH("structured_gemm_kernel");
 }
 
+// ---- relayout (wgmma products) -------------------------------------------------------------
+
+/// Operands up to this extent and k relayout (the copy kernel's grid holds extent / 32 blocks
+/// in y).
+constexpr int64_t kRelayoutMaxExtent = int64_t(1) << 20;
+
+/// Whether the wgmma product `p` runs on an outer-major copy of operand A (is_b false) or B:
+/// a k-major or Symmetric operand, large enough for TMA copies, under the default loop.
+bool relayout_pays(const GemmProblem& p, bool is_b) {
+  const OperandRelayout setting = operand_relayout();
+  if (setting == OperandRelayout::Never || tf32_loop() != Tf32Loop::Auto || tensor_map_encoder() == nullptr)
+    return false;
+  const GemmOperand d = is_b ? p.b : p.a;
+  const int64_t extent = is_b ? p.n : p.m;
+  const bool k_major = d.trans != is_b;  // operand_view's layout
+  if (d.kind != OperandKind::Symmetric && !k_major) return false;  // direct copies already
+  if (extent < ConfigTf32Wgmma::kTile || p.k < ConfigTf32Wgmma::kKStep || extent > kRelayoutMaxExtent ||
+      p.k > kRelayoutMaxExtent)
+    return false;
+  if (setting == OperandRelayout::Always) return true;
+  // Auto. The copy is one pass over the operand; it saves a transposition in every tile that
+  // reads the operand, so it pays with reuse — the other extent (the tiles across) and k — and
+  // most where the product's other operand needs a transposition too. The thresholds are
+  // measured (H100, TF32, 512 … 8192, 2026-11-23; docs/structured_gemm.md, "Relayout").
+  const GemmOperand other = is_b ? p.a : p.b;
+  const int64_t reuse = std::min(is_b ? p.m : p.n, p.k);
+  const bool other_outer_major = other.kind != OperandKind::Symmetric && other.trans != is_b;
+  auto triangular = [](const GemmOperand& x) { return x.kind == OperandKind::Upper || x.kind == OperandKind::Lower; };
+  if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Symmetric) return true;  // 0.84 at 512
+  if (!other_outer_major) return reuse >= 2048;  // dB = triu(Aᵀ·G), Sym·Dense, Sym·Upper
+  if (triangular(d) && triangular(other)) return false;  // Upper·Upper forward: slower at every size
+  if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Dense) return reuse >= 2048;  // Dense·Sym
+  return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
+}
+
+/// Writes operand A (is_b false) or B of `p` outer-major into a new allocation, queued on the
+/// library stream, and points `q`'s operand at it (a Symmetric operand becomes Dense).
+std::unique_ptr<Storage> relayout_operand(const GemmProblem& p, bool is_b, int device, GemmProblem& q) {
+  const GemmOperand d = is_b ? p.b : p.a;
+  const int64_t extent = is_b ? p.n : p.m;
+  const OperandView<float> v = operand_view<float>(is_b ? p.b_data : p.a_data, d, is_b, extent, is_b ? p.ldb : p.lda);
+  const int64_t ldo = (p.k + 3) / 4 * 4;  // 16-byte rows: the vector and TMA paths take them
+  auto copy = std::make_unique<Storage>(static_cast<size_t>(extent * ldo) * sizeof(float),
+                                        Device(DeviceType::CUDA, device));
+  const dim3 grid(static_cast<unsigned>((p.k + kRelayoutTile - 1) / kRelayoutTile),
+                  static_cast<unsigned>((extent + kRelayoutTile - 1) / kRelayoutTile));
+  relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
+      v, static_cast<int32_t>(p.k), static_cast<float*>(copy->data), ldo);
+  SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
+  relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
+  // Outer-major: A not transposed, B transposed (operand_view); the kind keeps the structure.
+  const GemmOperand relaid{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, is_b};
+  (is_b ? q.b : q.a) = relaid;
+  (is_b ? q.b_data : q.a_data) = copy->data;
+  (is_b ? q.ldb : q.lda) = ldo;
+  return copy;
+}
+
+/// The wgmma product, on outer-major copies of its operands where relayout_pays. The copies
+/// go back to the caching allocator at scope end, behind the product on the same stream.
+void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
+  const bool relayout_a = relayout_pays(p, false), relayout_b = relayout_pays(p, true);
+  if (!relayout_a && !relayout_b) return launch_with<ConfigTf32Wgmma>(p, cached, device);
+  GemmProblem q = p;
+  std::unique_ptr<Storage> copy_a, copy_b;
+  if (relayout_a) copy_a = relayout_operand(p, false, device, q);
+  if (relayout_b) copy_b = relayout_operand(p, true, device, q);
+  launch_with<ConfigTf32Wgmma>(q, cached_plan(q, DType::Float32, device), device);
+}
+
 void check_problem(const GemmProblem& p) {
   constexpr int64_t kLimit = int64_t(1) << 28;  // int32 tile, k and byte-stride arithmetic stays exact
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.m < kLimit && p.n < kLimit && p.k < kLimit,
@@ -1809,6 +1933,12 @@ void set_tf32_loop(Tf32Loop loop) { current_tf32_loop.store(static_cast<int>(loo
 
 Tf32Loop tf32_loop() { return static_cast<Tf32Loop>(current_tf32_loop.load()); }
 
+void set_operand_relayout(OperandRelayout relayout) { current_relayout.store(static_cast<int>(relayout)); }
+
+OperandRelayout operand_relayout() { return static_cast<OperandRelayout>(current_relayout.load()); }
+
+int64_t relayout_copies() { return relayout_copy_count.load(); }
+
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);
   DeviceGuard guard(device);
@@ -1824,7 +1954,7 @@ void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
     case GemmTileConfig::Float32Large: launch_with<ConfigF32Large>(p, cached, device); break;
     case GemmTileConfig::Float32Small: launch_with<ConfigF32Small>(p, cached, device); break;
     case GemmTileConfig::Float32Tf32: launch_with<ConfigTf32>(p, cached, device); break;
-    case GemmTileConfig::Float32Tf32Wgmma: launch_with<ConfigTf32Wgmma>(p, cached, device); break;
+    case GemmTileConfig::Float32Tf32Wgmma: launch_wgmma(p, cached, device); break;
     case GemmTileConfig::Float64: launch_with<ConfigF64>(p, cached, device); break;
   }
 }

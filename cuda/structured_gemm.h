@@ -83,6 +83,16 @@ enum class Tf32Loop : uint8_t { Auto, WgmmaStaged, MmaSync, WgmmaTmaOuterMajor }
 void set_tf32_loop(Tf32Loop loop);
 Tf32Loop tf32_loop();
 
+/// Whether a wgmma product first copies its k-major and Symmetric operands outer-major
+/// (relayout), so that every k-step of theirs comes by direct TMA. Auto: where it measured
+/// faster (docs/structured_gemm.md, "Relayout"); Never and Always: for tests and the
+/// benchmark's comparison. Only the wgmma loop with TMA (Tf32Loop::Auto) relayouts.
+enum class OperandRelayout : uint8_t { Auto, Never, Always };
+void set_operand_relayout(OperandRelayout relayout);
+OperandRelayout operand_relayout();
+/// Operand copies made by relayout since the process started (for the tests).
+int64_t relayout_copies();
+
 /// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);
 

@@ -35,13 +35,16 @@ using sg::detail::OutputMask;
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
 /// float32 (exact), float64, and float32 in TF32 mode: on its default tensor-core loop (wgmma
-/// with TMA copies on an sm_90a build on compute capability 9.0, else mma.sync), on the wgmma
-/// loop with every tile register-staged, and forced to mma.sync.
+/// with TMA copies on an sm_90a build on compute capability 9.0, else mma.sync) with the
+/// k-major and Symmetric operands read in place (relayout off) and copied outer-major first
+/// (relayout on at every size that has TMA copies), on the wgmma loop with every tile
+/// register-staged, and forced to mma.sync.
 struct GemmPrecision {
   sg::DType dtype;
   bool tf32;
   bool mma_sync = false;
   bool staged = false;
+  bool relayout = false;
 };
 
 class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
@@ -54,6 +57,8 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::detail::cuda::set_tf32_loop(GetParam().mma_sync ? sg::detail::cuda::Tf32Loop::MmaSync
                                     : GetParam().staged ? sg::detail::cuda::Tf32Loop::WgmmaStaged
                                                         : sg::detail::cuda::Tf32Loop::Auto);
+    sg::detail::cuda::set_operand_relayout(GetParam().relayout ? sg::detail::cuda::OperandRelayout::Always
+                                                               : sg::detail::cuda::OperandRelayout::Never);
 #endif
     g_max_rel_error = 0;
   }
@@ -67,6 +72,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::set_matmul_precision(sg::Precision::Float32);
 #if defined(SG_WITH_CUDA)
     sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+    sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
 #endif
   }
   sg::DType dtype() const { return GetParam().dtype; }
@@ -161,13 +167,15 @@ TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                          ::testing::Values(GemmPrecision{sg::kFloat32, false}, GemmPrecision{sg::kFloat64, false},
                                            GemmPrecision{sg::kFloat32, true},
+                                           GemmPrecision{sg::kFloat32, true, false, false, true},
                                            GemmPrecision{sg::kFloat32, true, false, true},
                                            GemmPrecision{sg::kFloat32, true, true}),
                          [](const testing::TestParamInfo<GemmPrecision>& info) {
                            if (info.param.tf32)
                              return std::string(info.param.mma_sync ? "tf32_mma_sync"
-                                                : info.param.staged ? "tf32_staged"
-                                                                    : "tf32");
+                                                : info.param.staged   ? "tf32_staged"
+                                                : info.param.relayout ? "tf32_relayout"
+                                                                      : "tf32");
                            return std::string(sg::dtype_name(info.param.dtype));
                          });
 
@@ -238,14 +246,17 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   // Modes: exact float32; TF32 on the default loop (on sm_90a, the directly TMA'd tiles reach
   // the tensor cores unrounded: truncation keeps infinities and the quiet NaN too; the raw TMA'd
   // ones are rounded when transposed); with TMA for the outer-major operand only; on the
-  // register-staged wgmma loop; on mma.sync.
-  const sg::detail::cuda::Tf32Loop loops[5] = {
+  // register-staged wgmma loop; on mma.sync; on the default loop with B copied outer-major
+  // first (relayout), so that its tiles come directly too.
+  const sg::detail::cuda::Tf32Loop loops[6] = {
       sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
       sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor, sg::detail::cuda::Tf32Loop::WgmmaStaged,
-      sg::detail::cuda::Tf32Loop::MmaSync};
-  for (int mode = 0; mode < 5; ++mode) {
+      sg::detail::cuda::Tf32Loop::MmaSync, sg::detail::cuda::Tf32Loop::Auto};
+  for (int mode = 0; mode < 6; ++mode) {
     sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
     sg::detail::cuda::set_tf32_loop(loops[mode]);
+    sg::detail::cuda::set_operand_relayout(mode == 5 ? sg::detail::cuda::OperandRelayout::Always
+                                                     : sg::detail::cuda::OperandRelayout::Never);
     const std::vector<double> out =
         sg::matmul(a64.to(sg::kFloat32).to(kCuda0), b64.to(sg::kFloat32).to(kCuda0)).to_vector();
     int nonfinite = 0;
@@ -269,6 +280,7 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   }
   sg::set_matmul_precision(sg::Precision::Float32);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+  sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
 }
 #endif
 
@@ -321,6 +333,58 @@ TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
   sgtest::gemm::g_tf32 = false;
   sg::set_matmul_precision(sg::Precision::Float32);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+}
+
+TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
+  // Relayout copies exactly the operands whose tiles the wgmma loop would otherwise transpose
+  // (k-major and Symmetric ones), only on the default wgmma loop, and only when on; each
+  // product still matches the reference.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  namespace cu = sg::detail::cuda;
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  sgtest::gemm::g_tf32 = true;
+  sg::set_matmul_precision(sg::Precision::TF32);
+  struct Case {
+    GemmProblem p;
+    int64_t copies;  // with relayout on
+  };
+  const int64_t n = 300;
+  const Case cases[] = {
+      {square(n, upper, upper, OutputMask::Upper), 1},      // B k-major
+      {square(n, lower_t, upper, OutputMask::Upper), 2},    // dB = triu(Aᵀ·G): both k-major
+      {square(n, upper, lower_t, OutputMask::Upper), 0},    // dA = triu(G·Bᵀ): both outer-major
+      {square(n, symmetric, symmetric, OutputMask::Full), 2},
+      {square(n, symmetric, dense, OutputMask::Full), 2},
+      {square(n, dense, dense_t, OutputMask::Upper), 0},    // gram
+  };
+  GemmProblem probe = cases[0].p;
+  probe.lda = probe.ldb = probe.ldc = n;
+  if (cu::structured_gemm_plan(probe, sg::kFloat32, 0).config != cu::GemmTileConfig::Float32Tf32Wgmma) {
+    sgtest::gemm::g_tf32 = false;
+    sg::set_matmul_precision(sg::Precision::Float32);
+    GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
+  }
+  std::mt19937_64 rng(9);
+  for (cu::OperandRelayout setting : {cu::OperandRelayout::Always, cu::OperandRelayout::Never}) {
+    for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaStaged}) {
+      cu::set_operand_relayout(setting);
+      cu::set_tf32_loop(loop);
+      for (const Case& c : cases) {
+        const int64_t before = cu::relayout_copies();
+        SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+        const bool on = setting == cu::OperandRelayout::Always && loop == cu::Tf32Loop::Auto;
+        EXPECT_EQ(cu::relayout_copies() - before, on ? c.copies : 0)
+            << kind_name(c.p.a.kind) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.kind)
+            << (c.p.b.trans ? "ᵀ" : "") << ", relayout " << (on ? "on" : "off");
+      }
+    }
+  }
+  sgtest::gemm::g_tf32 = false;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  cu::set_tf32_loop(cu::Tf32Loop::Auto);
+  cu::set_operand_relayout(cu::OperandRelayout::Auto);
 }
 
 using sg::detail::cuda::plan_structured_gemm;
