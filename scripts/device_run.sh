@@ -51,7 +51,7 @@ if has sanitize; then
       [ $t = test_cuda_runtime ] && filter="$filter:*OutOfMemory*"
       # Under racecheck the descriptor sweep runs at two sizes (one per tile config).
       SG_TEST_SIZES=$([ $tool = racecheck ] && echo 17,255) \
-        timeout ${SG_SANITIZER_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t \
+        timeout ${SG_SANITIZER_TIMEOUT:-400} compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t \
         --gtest_filter="$filter" > "$OUT/sanitizer_${tool}_$t.log" 2>&1
       rc=$?
       note "compute-sanitizer --tool $tool $t rc=$rc: $(grep -E 'tests? ran|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_$t.log" | tr '\n' ' ')"
