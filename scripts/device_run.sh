@@ -83,6 +83,12 @@ if has bench; then
   timeout 100 $build/bench/bench_gemm_cuda --tf32 --no-tma --n 1024,4096 \
     --csv "$OUT/bench_gemm_cuda_tf32_no_tma.csv" > "$OUT/bench_gemm_cuda_tf32_no_tma.txt" 2>&1
   note "bench_gemm_cuda --tf32 --no-tma rc=$?"
+  # And with relayout off and forced on (docs/structured_gemm.md, "Relayout": the Auto table's data).
+  for mode in never always; do
+    timeout 100 $build/bench/bench_gemm_cuda --tf32 --relayout $mode --n ${SG_BENCH_N:-1024,2048,4096} \
+      --csv "$OUT/bench_gemm_cuda_tf32_relayout_$mode.csv" > "$OUT/bench_gemm_cuda_tf32_relayout_$mode.txt" 2>&1
+    note "bench_gemm_cuda --tf32 --relayout $mode rc=$?"
+  done
   PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --tf32 --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/torch_structured_tf32.csv" > "$OUT/torch_structured_tf32.txt" 2>&1
   note "torch_structured --tf32 rc=$?"
