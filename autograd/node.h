@@ -93,7 +93,7 @@ bool needs_record(const std::vector<Tensor>& inputs);
 /// Appends a record for an op: wires the outputs' grad_fn, saves `saved` (detached, with
 /// versions) and stores `backward`; returns the record. Call only when needs_record(inputs).
 Node& record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-            const std::vector<Tensor>& saved, BackwardFn backward);
+             const std::vector<Tensor>& saved, BackwardFn backward);
 
 /// The engine (autograd/engine.cpp): runs backward from `root` with upstream `gradient`.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);

@@ -115,7 +115,7 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   if (!autograd::needs_record({a, b})) return c;
 
   const Structure sc = c.structure();  // Dense or Upper
-  autograd::Node& node = autograd::record(name, {a, b}, {c}, {a, b}, [sa, sb, sc, ta, tb](autograd::BackwardContext& ctx) {
+  auto backward = [sa, sb, sc, ta, tb](autograd::BackwardContext& ctx) {
     // G unprojected: read through C's structure, an Upper descriptor ignores its lower
     // triangle, which is the projection onto C's structure without the triu copy.
     const Tensor& g = ctx.grad_outputs[0];
@@ -134,8 +134,8 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
       db_grad = finish_gradient(db_grad, sb);
     }
     return std::vector<Tensor>{da_grad, db_grad};
-  });
-  node.reads_gradients_through_structure = true;
+  };
+  autograd::record(name, {a, b}, {c}, {a, b}, std::move(backward)).reads_gradients_through_structure = true;
   return c;
 }
 
