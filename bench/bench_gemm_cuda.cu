@@ -4,7 +4,7 @@
 // random inputs rotated among enough copies to exceed L2. Prints a Markdown table (useful
 // TFLOP/s counts only the flops the structure needs) and writes a CSV with --csv.
 // With --tf32, structgrad runs in sg::Precision::TF32 and cuBLAS in its TF32 tensor-op mode.
-// Usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32]
+// Usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--tf32 [ablation]] (--help lists them)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -35,6 +35,7 @@ struct Options {
   bool mma_sync = false;  // TF32 on the mma.sync loop even where wgmma runs (the ablation)
   bool no_tma = false;    // TF32 on the wgmma loop with every tile staged through registers
   bool tma_outer_major = false;  // TF32 on the wgmma loop, TMA for outer-major operands only
+  bool barrier_per_step = false;  // TF32 on the wgmma loop without the pipelined kernel
   std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first
 };
 
@@ -70,6 +71,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--mma-sync") o.mma_sync = true;
     else if (arg == "--no-tma") o.no_tma = true;
     else if (arg == "--tma-outer-major") o.tma_outer_major = true;
+    else if (arg == "--barrier-per-step") o.barrier_per_step = true;
     else if (arg == "--relayout" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
                                                      std::string(argv[i + 1]) == "never" ||
                                                      std::string(argv[i + 1]) == "always"))
@@ -77,7 +79,7 @@ Options parse(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major] [--relayout auto|never|always]]\n");
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always]]\n");
       std::exit(2);
     }
   }
@@ -358,6 +360,7 @@ int main(int argc, char** argv) {
     if (options.mma_sync) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
     if (options.no_tma) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
     if (options.tma_outer_major) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
+    if (options.barrier_per_step) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep);
     if (options.relayout != "auto")
       sg::detail::cuda::set_operand_relayout(options.relayout == "never" ? sg::detail::cuda::OperandRelayout::Never
                                                                          : sg::detail::cuda::OperandRelayout::Always);
@@ -366,6 +369,7 @@ int main(int argc, char** argv) {
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
                 : options.no_tma       ? "TF32 (tensor cores, register-staged tiles)"
                 : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"
+                : options.barrier_per_step ? "TF32 (tensor cores, no pipelined kernel: one barrier per k-step)"
                                        : "TF32 (tensor cores)",
                 options.relayout.c_str(), options.reps);
     Bench bench(options);

@@ -311,6 +311,13 @@ __device__ __forceinline__ void wgmma_wait_all() {
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
 }
+/// Waits until at most one of this warpgroup's committed wgmma groups is still running (the
+/// latest): the groups before it are complete, their shared-memory operands free.
+__device__ __forceinline__ void wgmma_wait_all_but_latest() {
+#if SG_HAS_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+#endif
+}
 
 /// Makes this thread's ordinary shared-memory stores visible to the tensor cores' (async
 /// proxy) reads that follow the next barrier.
@@ -346,6 +353,16 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
         : "memory");
   } while (!done);
 #endif
+}
+/// One arrival on `bar` (no transaction bytes).
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+#if SG_HAS_WGMMA
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+/// Barrier `id` (1 … 15; 0 is __syncthreads') over the first `threads` threads of the block.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 /// Copies the box of `map` that starts at column `inner` (the contiguous dimension) of row
 /// `row` into shared memory at `dst`, completing on `bar`.
@@ -421,6 +438,48 @@ __device__ __forceinline__ bool pattern_allows(Pattern pattern, int outer, int k
 //            element with bounds, predicate and the symmetric redirection (edges,
 //            diagonal-crossing symmetric tiles, unaligned operands).
 // =============================================================================================
+
+// ---- the wgmma tiles --------------------------------------------------------------------------
+// Element (outer, k) of a wgmma tile ([kTile][kKStep], 128-byte rows in the 128-byte swizzle) at
+// outer·kKStep + ((k/4) ^ (outer mod 8))·4 + k mod 4: the 16-byte chunk of 4 consecutive k.
+template <class Cfg>
+__device__ __forceinline__ typename Cfg::Scalar* wgmma_tile_chunk(typename Cfg::Scalar* tile, int outer, int k) {
+  return tile + outer * Cfg::kKStep + (((k >> 2) ^ (outer & 7)) << 2);
+}
+
+/// Whether the k-step tile at k0 of an operand (tile rows from outer0) crosses its diagonal,
+/// that is holds structural zeros. (OperandStager::masked_step says the same in its own words:
+/// written through this function, the instances that use it compiled to different code.)
+template <class Cfg>
+__device__ __forceinline__ bool crosses_diagonal(Pattern pattern, int outer0, int k0) {
+  return pattern == Pattern::KAtLeastOuter   ? k0 < outer0 + Cfg::kTile - 1
+         : pattern == Pattern::KAtMostOuter ? k0 + Cfg::kKStep - 1 > outer0
+                                             : false;
+}
+
+/// Writes the structural zeros into a wgmma tile that a direct copy brought whole (the storage
+/// outside a structure holds anything), and with kLimitK zeros at k >= k_limit too (a k-range
+/// that ends inside the step). Each of the kThreads threads rewrites 4 of the tile's 1024
+/// 16-byte chunks (row q/8, chunk q mod 8 along k, q = tid + kThreads·c); 8 consecutive threads
+/// cover one 128-byte row, conflict-free.
+template <class Cfg, bool kLimitK = false>
+__device__ __forceinline__ void zero_outside_structure(typename Cfg::Scalar* tile, Pattern pattern, int outer0, int k0,
+                                                       int k_limit = 0) {
+  using T = typename Cfg::Scalar;
+  static_assert(Cfg::kTile * Cfg::kKStep / 4 == 4 * Cfg::kThreads, "4 chunks per thread");
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int q = threadIdx.x + c * Cfg::kThreads;
+    const int row = q >> 3, k = 4 * (q & 7);
+    T* chunk = wgmma_tile_chunk<Cfg>(tile, row, k);
+    T value[4];
+    load4_shared(chunk, value);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (!pattern_allows(pattern, outer0 + row, k0 + k + j) || (kLimitK && k0 + k + j >= k_limit)) value[j] = T(0);
+    store_vec_shared(chunk, value);
+  }
+}
 
 template <class Cfg>
 struct StagedTile {
@@ -732,31 +791,12 @@ struct OperandStager {
           store_swizzled(tile, staged, raw_outer(), raw_k());
         } else if (kDiag && masked_step(v, k0)) {
           mbarrier_wait(bar, parity);
-          zero_structural(v, k0, tile);
+          zero_outside_structure<Cfg>(tile, v.pattern, outer0, k0);
         }
         return;
       }
     }
     store(tile, staged);
-  }
-
-  // Writes the structural zeros into a direct copy of a diagonal-crossing k-step tile: each
-  // thread rewrites 4 of the tile's 1024 16-byte chunks (row q/8, chunk q mod 8 along k, q = tid +
-  // 256·c); 8 consecutive threads cover one 128-byte row, conflict-free.
-  __device__ __forceinline__ void zero_structural(const OperandView<T>& v, int k0, T* tile) const {
-    static_assert(Cfg::kTile * Cfg::kKStep / 4 == 4 * Cfg::kThreads, "4 chunks per thread");
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int q = threadIdx.x + c * Cfg::kThreads;
-      const int row = q >> 3, k = 4 * (q & 7);
-      T* chunk = swizzled_chunk(tile, row, k);
-      T value[4];
-      load4_shared(chunk, value);
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (!pattern_allows(v.pattern, outer0 + row, k0 + k + j)) value[j] = T(0);
-      store_vec_shared(chunk, value);
-    }
   }
 
   // The raw tile: box q (outer 32q … 32q + 31) of 32 rows of k, each 128 bytes in the 128-byte
@@ -771,10 +811,8 @@ struct OperandStager {
     staged.along_k = false;
   }
 
-  // The wgmma tile: element (outer, k) at outer·kKStep + ((k/4) ^ (outer mod 8))·4 + k mod 4,
-  // every store one 16-byte chunk of 4 consecutive k.
   __device__ __forceinline__ static T* swizzled_chunk(T* tile, int outer, int k) {
-    return tile + outer * Cfg::kKStep + (((k >> 2) ^ (outer & 7)) << 2);
+    return wgmma_tile_chunk<Cfg>(tile, outer, k);
   }
   // block_outer, block_k: the thread's block in the k-major case.
   __device__ __forceinline__ static void store_swizzled(T* tile, const StagedTile<Cfg>& staged, int block_outer,
@@ -1012,99 +1050,33 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
 // alpha and the mask, and resets the counter for the next launch.
 // =============================================================================================
 
-/// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
-/// the operand's fast-path steps come by TMA (wgmma loop only); kStages: shared buffers per
-/// operand (3: the TMA instance without a raw ring, its direct copies two steps ahead).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag, bool kSym>
-__device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
-                                       int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
-                                       typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                       typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
-                                       uint64_t* tma_bars, float* raw_tiles) {
-  uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
-  if constexpr (kTmaA || kTmaB) has = maps.has;
-  OperandStager<Cfg, kTmaA, kDiag, kSym> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
-  const OperandStager<Cfg, kTmaB, kDiag, kSym> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect,
-                                                        has & kBRaw);
-  if (stage_b.raw()) stage_a.give_up_raw(args.a, item.k_begin);  // the block's one raw ring goes to B
-  StagedTile<Cfg> staged_a, staged_b;
-  RawRing ring{raw_tiles, tma_bars + 2, 0};
-  if constexpr (kTmaA || kTmaB) {
-    issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
-    if constexpr (kStages == 2) {
-      issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, ring, 0);
-      if (item.k_begin + Cfg::kKStep < item.k_end)
-        issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin + Cfg::kKStep, ring, 1);
-    } else if (item.k_begin + Cfg::kKStep < item.k_end) {
-      const int k1 = item.k_begin + Cfg::kKStep;
-      issue_tma<Cfg>(maps, stage_a, stage_b, k1, a_tiles[1], b_tiles[1], tma_bars + 1);
-    }
-  }
-  stage_a.fetch(args.a, item.k_begin, staged_a);
-  stage_b.fetch(args.b, item.k_begin, staged_b);
-  stage_a.store_at(args.a, item.k_begin, a_tiles[0], staged_a, ring, 0, tma_bars, 0);
-  stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0, tma_bars, 0);
-  if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
-  __syncthreads();
-  int k0 = item.k_begin;
-  int buffer = 0;
-  uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
-#pragma unroll 1
-  while (main_loop_step<Cfg, kStages>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles,
-                                      b_tiles, acc, maps, tma_bars, tma_phase, ring)) {
-    buffer = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
-  }
+// =============================================================================================
+// The end of a work item: a split tile's chunk stores its partial tile to the workspace and the
+// last to arrive sums all of them in chunk order; then alpha, the output mask's zeros and the
+// Symmetric mirror are applied as the tile is written to C.
+// =============================================================================================
+
+/// The named barrier of the consumer warpgroups of structured_gemm_pipelined_kernel.
+constexpr int kConsumerBarrier = 1;
+
+/// A barrier over the threads that hold accumulators: the whole block, or (kConsumersOnly) the
+/// consumer warpgroups of the pipelined kernel, whose producer warp has left.
+template <class Cfg, bool kConsumersOnly>
+__device__ __forceinline__ void accumulator_threads_sync() {
+  if constexpr (kConsumersOnly) named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+  else __syncthreads();
 }
 
-// The body of one block. kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and
-// its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
-// keeps its registers). kStages = 3 (both operands with direct maps only): the raw ring's
-// shared memory is a third buffer per operand.
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false, bool kSym = false>
-__device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
+/// Writes work item `item`'s accumulators (tile at row0, col0). `last_chunk`: a shared int; tid:
+/// threadIdx.x.
+template <class Cfg, bool kConsumersOnly = false>
+__device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
+                                           int row0, int col0,
+                                           typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], int& last_chunk,
+                                           int tid) {
   using T = typename Cfg::Scalar;
-  constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
+  constexpr int kTile = Cfg::kTile;
   constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
-  using Stager = OperandStager<Cfg>;
-
-  T (*a_tiles)[kKStep * kStride];
-  T (*b_tiles)[kKStep * kStride];
-  float* raw_tiles = nullptr;  // the TMA kernels' raw ring (two tiles after the four wgmma tiles)
-  if constexpr (Cfg::kDynamicSmem > 0) {
-    extern __shared__ __align__(1024) unsigned char dynamic_smem[];
-    unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
-    a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
-    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + kStages * Cfg::kTileBytes);
-    if constexpr ((kTmaA || kTmaB) && kStages == 2) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
-  } else {
-    __shared__ __align__(16) T a_static[2][kKStep * kStride];
-    __shared__ __align__(16) T b_static[2][kKStep * kStride];
-    a_tiles = a_static;
-    b_tiles = b_static;
-  }
-  __shared__ int last_chunk;
-  __shared__ uint64_t tma_bars[4];  // wgmma loop: TMA completion, per wgmma buffer (direct) and raw slot
-
-  const GemmWorkItem item = args.items[blockIdx.x];
-  const int tid = threadIdx.x;
-  const int row0 = item.tile_row * kTile, col0 = item.tile_col * kTile;
-
-  T acc[kPerRow][kPerCol];
-#pragma unroll
-  for (int i = 0; i < kPerRow; ++i)
-#pragma unroll
-    for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
-
-  if (item.k_begin < item.k_end) {
-    if constexpr (kTmaA || kTmaB) {
-      if (tid == 0)
-        for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
-      __syncthreads();
-    }
-    k_loop<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars,
-                                                    raw_tiles);
-  }
-
   if (item.chunk_count > 1) {
     // Partial layout: vector e of thread tid at (e·256 + tid)·kVec, so a warp's stores and
     // loads are 512 contiguous bytes.
@@ -1120,7 +1092,7 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
       __stcg(mine + e * Cfg::kThreads + tid, v);
     }
     __threadfence();
-    __syncthreads();
+    accumulator_threads_sync<Cfg, kConsumersOnly>();
     if (tid == 0) {
       const int arrived = atomicAdd(&args.counters[item.counter_index], 1);
       last_chunk = arrived == item.chunk_count - 1;
@@ -1129,7 +1101,7 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
         __threadfence();
       }
     }
-    __syncthreads();
+    accumulator_threads_sync<Cfg, kConsumersOnly>();
     if (!last_chunk) return;
 #pragma unroll
     for (int i = 0; i < kPerRow; ++i)
@@ -1196,6 +1168,101 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
   }
 }
 
+/// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
+/// the operand's fast-path steps come by TMA (wgmma loop only); kStages: shared buffers per
+/// operand (3: the TMA instance without a raw ring, its direct copies two steps ahead).
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag, bool kSym>
+__device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
+                                       int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                       typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
+                                       typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
+                                       uint64_t* tma_bars, float* raw_tiles) {
+  uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
+  if constexpr (kTmaA || kTmaB) has = maps.has;
+  OperandStager<Cfg, kTmaA, kDiag, kSym> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
+  const OperandStager<Cfg, kTmaB, kDiag, kSym> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect,
+                                                        has & kBRaw);
+  if (stage_b.raw()) stage_a.give_up_raw(args.a, item.k_begin);  // the block's one raw ring goes to B
+  StagedTile<Cfg> staged_a, staged_b;
+  RawRing ring{raw_tiles, tma_bars + 2, 0};
+  if constexpr (kTmaA || kTmaB) {
+    issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
+    if constexpr (kStages == 2) {
+      issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, ring, 0);
+      if (item.k_begin + Cfg::kKStep < item.k_end)
+        issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin + Cfg::kKStep, ring, 1);
+    } else if (item.k_begin + Cfg::kKStep < item.k_end) {
+      const int k1 = item.k_begin + Cfg::kKStep;
+      issue_tma<Cfg>(maps, stage_a, stage_b, k1, a_tiles[1], b_tiles[1], tma_bars + 1);
+    }
+  }
+  stage_a.fetch(args.a, item.k_begin, staged_a);
+  stage_b.fetch(args.b, item.k_begin, staged_b);
+  stage_a.store_at(args.a, item.k_begin, a_tiles[0], staged_a, ring, 0, tma_bars, 0);
+  stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0, tma_bars, 0);
+  if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
+  __syncthreads();
+  int k0 = item.k_begin;
+  int buffer = 0;
+  uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
+#pragma unroll 1
+  while (main_loop_step<Cfg, kStages>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles,
+                                      b_tiles, acc, maps, tma_bars, tma_phase, ring)) {
+    buffer = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
+  }
+}
+
+// The body of one block. kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and
+// its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
+// keeps its registers). kStages = 3 (both operands with direct maps only): the raw ring's
+// shared memory is a third buffer per operand.
+template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false, bool kSym = false>
+__device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
+  using T = typename Cfg::Scalar;
+  constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
+  constexpr int kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
+
+  T (*a_tiles)[kKStep * kStride];
+  T (*b_tiles)[kKStep * kStride];
+  float* raw_tiles = nullptr;  // the TMA kernels' raw ring (two tiles after the four wgmma tiles)
+  if constexpr (Cfg::kDynamicSmem > 0) {
+    extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+    unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+    a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
+    b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + kStages * Cfg::kTileBytes);
+    if constexpr ((kTmaA || kTmaB) && kStages == 2) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
+  } else {
+    __shared__ __align__(16) T a_static[2][kKStep * kStride];
+    __shared__ __align__(16) T b_static[2][kKStep * kStride];
+    a_tiles = a_static;
+    b_tiles = b_static;
+  }
+  __shared__ int last_chunk;
+  __shared__ uint64_t tma_bars[4];  // wgmma loop: TMA completion, per wgmma buffer (direct) and raw slot
+
+  const GemmWorkItem item = args.items[blockIdx.x];
+  const int tid = threadIdx.x;
+  const int row0 = item.tile_row * kTile, col0 = item.tile_col * kTile;
+
+  T acc[kPerRow][kPerCol];
+#pragma unroll
+  for (int i = 0; i < kPerRow; ++i)
+#pragma unroll
+    for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
+
+  if (item.k_begin < item.k_end) {
+    if constexpr (kTmaA || kTmaB) {
+      if (tid == 0)
+        for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
+      __syncthreads();
+    }
+    k_loop<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars,
+                                                    raw_tiles);
+  }
+
+  write_tile<Cfg>(args, item, row0, col0, acc, last_chunk, tid);
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
@@ -1208,6 +1275,120 @@ template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_tma_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
   gemm_block<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, maps);
+}
+
+// =============================================================================================
+// The pipelined wgmma kernel: products whose operands both come by direct TMA copies (outer-
+// major Dense, Upper or Lower operands, 16-byte aligned: gram, dA = triu(G·Bᵀ), and every product
+// whose k-major and Symmetric operands were copied outer-major first by relayout).
+//
+// A producer warp (one thread) issues every k-step's two copies into a ring of kPipelineStages
+// shared buffers, as soon as the consumers have released the buffer; the two consumer
+// warpgroups wait for a step's copies, issue its wgmma group and wait only for the group before
+// it, so the tensor cores always have the next group queued, and release that earlier group's
+// buffer. No block-wide barrier per k-step: buffers change hands through mbarriers, full[s]
+// (the copies' bytes landed) and empty[s] (both consumer warpgroups done with it).
+// Every step comes by TMA, edge tiles too: the copies fill rows and k beyond the operand with
+// zeros. A step that crosses an operand's diagonal gets its structural zeros written by the
+// consumers once it has landed (zero_outside_structure; the storage outside a structure holds
+// anything), as does a step that the item's k-range ends inside; then the proxy fence and the
+// consumers' named barrier.
+// =============================================================================================
+
+constexpr int kPipelineStages = 3;
+constexpr int kProducerThreads = 32;
+
+// The producer: thread 0 of the warp after the consumer warpgroups.
+template <class Cfg>
+__device__ __forceinline__ void produce_steps(const TmaMaps& maps, const GemmWorkItem& item, int row0, int col0,
+                                              float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                              float (*b_tiles)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
+                                              uint64_t* empty) {
+  int stage = 0, round = 0;
+#pragma unroll 1
+  for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
+    // From the second round on, the buffer's previous step must have been released.
+    if (round > 0) mbarrier_wait(empty + stage, (round - 1) & 1);
+    mbarrier_arrive_expect_tx(full + stage, 2 * Cfg::kTileBytes);
+    tma_load_tile(a_tiles[stage], &maps.a, k0, row0, full + stage);
+    tma_load_tile(b_tiles[stage], &maps.b, k0, col0, full + stage);
+    if (++stage == kPipelineStages) stage = 0, ++round;
+  }
+}
+
+// The consumers: warpgroup w multiplies rows 64w … 64w + 63 of A by all of B, four k8 slices per
+// step.
+template <class Cfg>
+__device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const GemmWorkItem& item, int row0,
+                                              int col0, float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                              float (*b_tiles)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
+                                              uint64_t* empty, float (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
+  const uint32_t a_rows = (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);
+  const bool signals = (threadIdx.x & 127) == 0;  // one arrival per warpgroup on empty[]
+  int stage = 0, round = 0, released = -1;
+#pragma unroll 1
+  for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
+    mbarrier_wait(full + stage, round & 1);
+    if (crosses_diagonal<Cfg>(args.a.pattern, row0, k0) || crosses_diagonal<Cfg>(args.b.pattern, col0, k0) ||
+        k0 + Cfg::kKStep > item.k_end) {
+      zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
+      zero_outside_structure<Cfg, true>(b_tiles[stage], args.b.pattern, col0, k0, item.k_end);
+      fence_shared_for_async_proxy();
+      named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    }
+    const uint32_t a_base = shared_address(a_tiles[stage]) + a_rows, b_base = shared_address(b_tiles[stage]);
+    wgmma_fence_operands(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < Cfg::kKStep; ks += 8)
+      wgmma_m64n128k8_tf32(acc, wgmma_descriptor(a_base + ks * sizeof(float)),
+                           wgmma_descriptor(b_base + ks * sizeof(float)));
+    wgmma_commit();
+    // The previous step's group is complete: its buffer goes back to the producer.
+    wgmma_wait_all_but_latest();
+    wgmma_fence_operands(acc);
+    if (signals && released >= 0) mbarrier_arrive(empty + released);
+    released = stage;
+    if (++stage == kPipelineStages) stage = 0, ++round;
+  }
+  wgmma_wait_all();
+  wgmma_fence_operands(acc);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads, Cfg::kMinBlocks)
+    structured_gemm_pipelined_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
+  static_assert(Cfg::kWgmma && kPipelineStages * 2 * Cfg::kTileBytes + 1024 <= Cfg::kDynamicSmemTma,
+                "the ring fits the TMA kernels' dynamic shared memory");
+  constexpr int kKStep = Cfg::kKStep, kStride = Cfg::kStride;
+  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+  auto* a_tiles = reinterpret_cast<float(*)[kKStep * kStride]>(base);
+  auto* b_tiles = reinterpret_cast<float(*)[kKStep * kStride]>(base + kPipelineStages * Cfg::kTileBytes);
+  __shared__ uint64_t full[kPipelineStages], empty[kPipelineStages];
+  __shared__ int last_chunk;
+
+  const GemmWorkItem item = args.items[blockIdx.x];
+  const int row0 = item.tile_row * Cfg::kTile, col0 = item.tile_col * Cfg::kTile;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kPipelineStages; ++s) {
+      mbarrier_init(full + s, 1);   // the producer's arrive.expect_tx
+      mbarrier_init(empty + s, 2);  // one arrival per consumer warpgroup
+    }
+  }
+  __syncthreads();  // the last block-wide barrier: the producer warp leaves after its copies
+  if (threadIdx.x >= Cfg::kThreads) {
+    if (threadIdx.x == Cfg::kThreads) produce_steps<Cfg>(maps, item, row0, col0, a_tiles, b_tiles, full, empty);
+    return;
+  }
+  float acc[Cfg::kPerRow][Cfg::kPerCol];
+#pragma unroll
+  for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = 0.0f;
+  if (item.k_begin < item.k_end)
+    consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
+  write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
 }
 
 // =============================================================================================
@@ -1573,12 +1754,14 @@ int blocks_per_sm_of() {
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3, true>),
-                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>)}) {
+                               reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>),
+                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>)}) {
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
       // The plan's slots: the fewest blocks per SM of any of the config's kernels.
+      const bool pipelined = kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>);
       int tma_blocks = 0;
-      SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tma_blocks, kernel, Cfg::kThreads,
-                                                                  Cfg::kDynamicSmemTma));
+      SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &tma_blocks, kernel, Cfg::kThreads + (pipelined ? kProducerThreads : 0), Cfg::kDynamicSmemTma));
       blocks = blocks == 0 ? tma_blocks : std::min(blocks, tma_blocks);
     }
   }
@@ -1609,6 +1792,12 @@ std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
 std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
 std::atomic<int> current_relayout{static_cast<int>(OperandRelayout::Auto)};
 std::atomic<int64_t> relayout_copy_count{0};
+std::atomic<int64_t> pipelined_launch_count{0};
+
+/// Whether `loop` is the wgmma loop with every kind of TMA copy (direct, raw, diagonal-crossing,
+/// both Symmetric triangles) and relayout: the default, and its ablation without the pipelined
+/// kernel.
+bool full_tma(Tf32Loop loop) { return loop == Tf32Loop::Auto || loop == Tf32Loop::WgmmaBarrierPerStep; }
 
 struct CachedPlan {
   GemmWorkPlan plan;
@@ -1783,7 +1972,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   TmaMaps maps{};
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();
-    if (loop == Tf32Loop::Auto || loop == Tf32Loop::WgmmaTmaOuterMajor) {
+    if (full_tma(loop) || loop == Tf32Loop::WgmmaTmaOuterMajor) {
       const bool outer_major_only = loop == Tf32Loop::WgmmaTmaOuterMajor;
       maps.has = encode_tile_maps(args.a, p.k, outer_major_only, &maps.a, &maps.a_raw) |
                  encode_tile_maps(args.b, p.k, outer_major_only, &maps.b, &maps.b_raw) << 2;
@@ -1814,13 +2003,21 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
       auto triangular = [](const OperandView<T>& v) {
         return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
       };
-      const bool diag = (triangular(args.a) || triangular(args.b)) && tf32_loop() == Tf32Loop::Auto &&
+      const bool diag = (triangular(args.a) || triangular(args.b)) && full_tma(tf32_loop()) &&
                         !(args.a.layout == Layout::KMajor && args.b.layout == Layout::KMajor);
       const bool deep = maps.has == (kADirect | kBDirect);
+      // (Direct maps only: neither operand is Symmetric, which always has a raw map too.)
+      if (deep && tf32_loop() == Tf32Loop::Auto) {
+        structured_gemm_pipelined_kernel<Cfg>
+            <<<blocks, Cfg::kThreads + kProducerThreads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
+        SG_CUDA_CHECK_LAUNCH("structured_gemm_pipelined_kernel");
+        pipelined_launch_count.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
       // Symmetric operands' both triangles by TMA (kSym): Symmetric·Symmetric only (H100, TF32,
       // N = 4096: 0.916–0.919 ms → 0.864–0.867; Sym·Dense, whose B takes the ring, went 0.889–0.914
       // → 0.926–0.932 with it).
-      const bool sym = tf32_loop() == Tf32Loop::Auto && args.a.pattern == Pattern::Symmetric &&
+      const bool sym = full_tma(tf32_loop()) && args.a.pattern == Pattern::Symmetric &&
                        args.b.pattern == Pattern::Symmetric;
       auto kernel = deep && diag         ? structured_gemm_tma_kernel<Cfg, true, true, 3, true>
                     : deep               ? structured_gemm_tma_kernel<Cfg, true, true, 3>
@@ -1848,7 +2045,7 @@ constexpr int64_t kRelayoutMaxExtent = int64_t(1) << 20;
 /// a k-major or Symmetric operand, large enough for TMA copies, under the default loop.
 bool relayout_pays(const GemmProblem& p, bool is_b) {
   const OperandRelayout setting = operand_relayout();
-  if (setting == OperandRelayout::Never || tf32_loop() != Tf32Loop::Auto || tensor_map_encoder() == nullptr)
+  if (setting == OperandRelayout::Never || !full_tma(tf32_loop()) || tensor_map_encoder() == nullptr)
     return false;
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
@@ -1938,6 +2135,8 @@ void set_operand_relayout(OperandRelayout relayout) { current_relayout.store(sta
 OperandRelayout operand_relayout() { return static_cast<OperandRelayout>(current_relayout.load()); }
 
 int64_t relayout_copies() { return relayout_copy_count.load(); }
+
+int64_t pipelined_launches() { return pipelined_launch_count.load(); }
 
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);

@@ -74,24 +74,30 @@ GemmSchedule gemm_schedule();
 
 /// Which tensor-core loop TF32 mode runs. Auto: wgmma where the device is compute capability
 /// 9.0 and the library was built for sm_90a (the fast-path tiles copied by TMA: outer-major ones
-/// straight into the wgmma tiles, k-major ones raw and transposed by the threads), mma.sync on
-/// other sm_80+ devices. WgmmaTmaOuterMajor: the wgmma loop with TMA for the outer-major
-/// Dense/Upper/Lower operands only (the loop of commit 4cf16cc). WgmmaStaged: the wgmma loop
-/// with every tile staged through registers (no TMA). MmaSync: the mma.sync loop everywhere.
-/// (For tests and the benchmark's ablations.)
-enum class Tf32Loop : uint8_t { Auto, WgmmaStaged, MmaSync, WgmmaTmaOuterMajor };
+/// straight into the wgmma tiles, k-major ones raw and transposed by the threads; products whose
+/// operands both come directly run on the pipelined kernel, a producer warp and two consumer
+/// warpgroups), mma.sync on other sm_80+ devices. WgmmaBarrierPerStep: as Auto, but those
+/// products too on the one-barrier-per-k-step kernel (the loop of commit 73b3141).
+/// WgmmaTmaOuterMajor: the wgmma loop with TMA for the outer-major Dense/Upper/Lower operands
+/// only (the loop of commit 4cf16cc). WgmmaStaged: the wgmma loop with every tile staged
+/// through registers (no TMA). MmaSync: the mma.sync loop everywhere. (For tests and the
+/// benchmark's ablations.)
+enum class Tf32Loop : uint8_t { Auto, WgmmaStaged, MmaSync, WgmmaTmaOuterMajor, WgmmaBarrierPerStep };
 void set_tf32_loop(Tf32Loop loop);
 Tf32Loop tf32_loop();
 
 /// Whether a wgmma product first copies its k-major and Symmetric operands outer-major
 /// (relayout), so that every k-step of theirs comes by direct TMA. Auto: where it measured
 /// faster (docs/structured_gemm.md, "Relayout"); Never and Always: for tests and the
-/// benchmark's comparison. Only the wgmma loop with TMA (Tf32Loop::Auto) relayouts.
+/// benchmark's comparison. Only the wgmma loop with every TMA copy (Tf32Loop::Auto and
+/// WgmmaBarrierPerStep) relayouts.
 enum class OperandRelayout : uint8_t { Auto, Never, Always };
 void set_operand_relayout(OperandRelayout relayout);
 OperandRelayout operand_relayout();
 /// Operand copies made by relayout since the process started (for the tests).
 int64_t relayout_copies();
+/// Launches of the pipelined wgmma kernel since the process started (for the tests).
+int64_t pipelined_launches();
 
 /// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);

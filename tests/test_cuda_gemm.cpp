@@ -247,15 +247,17 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   // the tensor cores unrounded: truncation keeps infinities and the quiet NaN too; the raw TMA'd
   // ones are rounded when transposed); with TMA for the outer-major operand only; on the
   // register-staged wgmma loop; on mma.sync; on the default loop with B copied outer-major
-  // first (relayout), so that its tiles come directly too.
-  const sg::detail::cuda::Tf32Loop loops[6] = {
+  // first (relayout), so that its tiles come directly too (the pipelined kernel); the same on
+  // the one-barrier-per-step instance it replaced.
+  const sg::detail::cuda::Tf32Loop loops[7] = {
       sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
       sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor, sg::detail::cuda::Tf32Loop::WgmmaStaged,
-      sg::detail::cuda::Tf32Loop::MmaSync, sg::detail::cuda::Tf32Loop::Auto};
-  for (int mode = 0; mode < 6; ++mode) {
+      sg::detail::cuda::Tf32Loop::MmaSync, sg::detail::cuda::Tf32Loop::Auto,
+      sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep};
+  for (int mode = 0; mode < 7; ++mode) {
     sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
     sg::detail::cuda::set_tf32_loop(loops[mode]);
-    sg::detail::cuda::set_operand_relayout(mode == 5 ? sg::detail::cuda::OperandRelayout::Always
+    sg::detail::cuda::set_operand_relayout(mode >= 5 ? sg::detail::cuda::OperandRelayout::Always
                                                      : sg::detail::cuda::OperandRelayout::Never);
     const std::vector<double> out =
         sg::matmul(a64.to(sg::kFloat32).to(kCuda0), b64.to(sg::kFloat32).to(kCuda0)).to_vector();
@@ -312,6 +314,8 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep);
+  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
@@ -333,6 +337,87 @@ TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
   sgtest::gemm::g_tf32 = false;
   sg::set_matmul_precision(sg::Precision::Float32);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+}
+
+TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
+  // The pipelined kernel (producer warp, consumer warpgroups, mbarrier ring) takes exactly the
+  // wgmma products whose operands both have direct TMA maps only — outer-major Dense, Upper and
+  // Lower operands — on the default loop, not under its ablation (WgmmaBarrierPerStep); each
+  // product matches the reference either way. Sizes with edge tiles (300: rows and k beyond the
+  // operands come as the copies' zeros), a k-range that is not a k-step multiple (k = 333), a
+  // triangular operand's diagonal-crossing steps (Upper, Lower: structural zeros written after
+  // the copy, the storage beyond them random), and split tiles (1024: the consumers' named
+  // barrier in the partial-tile path).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  namespace cu = sg::detail::cuda;
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, upper_t{OperandKind::Upper, true};
+  const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  sgtest::gemm::g_tf32 = true;
+  sg::set_matmul_precision(sg::Precision::TF32);
+  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  struct Case {
+    GemmProblem p;
+    bool pipelined;  // on the default loop
+  };
+  std::vector<Case> cases;
+  for (int64_t n : {300, 1024}) {
+    GemmProblem gram_shaped = square(n, dense, dense_t, OutputMask::Symmetric);
+    gram_shaped.k = n == 300 ? 333 : n;
+    cases.push_back({gram_shaped, true});
+    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), true});   // dA = triu(G·Bᵀ)
+    cases.push_back({square(n, lower, upper_t, OutputMask::Full), true});    // op(A) Lower, op(B) Upper
+    cases.push_back({square(n, dense, lower_t, OutputMask::Full), true});
+    cases.push_back({square(n, upper, upper, OutputMask::Upper), false});    // B k-major
+    cases.push_back({square(n, symmetric, dense_t, OutputMask::Full), false});  // Symmetric: a raw map too
+  }
+  GemmProblem probe = cases[0].p;
+  probe.lda = probe.ldb = probe.ldc = probe.n;
+  if (cu::structured_gemm_plan(probe, sg::kFloat32, 0).config != cu::GemmTileConfig::Float32Tf32Wgmma) {
+    sgtest::gemm::g_tf32 = false;
+    sg::set_matmul_precision(sg::Precision::Float32);
+    cu::set_operand_relayout(cu::OperandRelayout::Auto);
+    GTEST_SKIP() << "the pipelined kernel serves the wgmma loop, which this device or build does not run";
+  }
+  std::mt19937_64 rng(10);
+  for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
+    cu::set_tf32_loop(loop);
+    for (const Case& c : cases) {
+      const int64_t before = cu::pipelined_launches();
+      SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+      EXPECT_EQ(cu::pipelined_launches() - before, c.pipelined && loop == cu::Tf32Loop::Auto ? 1 : 0)
+          << kind_name(c.p.a.kind) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.kind)
+          << (c.p.b.trans ? "ᵀ" : "") << " at n = " << c.p.n;
+    }
+  }
+  sgtest::gemm::g_tf32 = false;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  cu::set_tf32_loop(cu::Tf32Loop::Auto);
+  cu::set_operand_relayout(cu::OperandRelayout::Auto);
+}
+
+TEST(CudaGemmPipelined, BarrierPerStepAblationMatchesTheReferenceOnCopiedOperands) {
+  // The benchmark's ablation (bench_gemm_cuda --barrier-per-step) with relayout forced on, so
+  // that nearly every product of the matmul table runs on the one-barrier-per-step instances
+  // the pipelined kernel replaced (with and without diagonal-crossing copies).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
+  namespace cu = sg::detail::cuda;
+  sgtest::gemm::g_tf32 = true;
+  sg::set_matmul_precision(sg::Precision::TF32);
+  cu::set_tf32_loop(cu::Tf32Loop::WgmmaBarrierPerStep);
+  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  std::mt19937_64 rng(11);
+  const int64_t launches = cu::pipelined_launches();
+  for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+  EXPECT_EQ(cu::pipelined_launches(), launches);
+  sgtest::gemm::g_tf32 = false;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  cu::set_tf32_loop(cu::Tf32Loop::Auto);
+  cu::set_operand_relayout(cu::OperandRelayout::Auto);
 }
 
 TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
