@@ -909,6 +909,21 @@ __device__ __forceinline__ void issue_raw_tma(const TmaMaps& maps, const StagerA
     tma_load_tile(ring.tile(slot) + q * 32 * Cfg::kKStep, map, outer0 + 32 * q, k0, ring.bars + slot);
 }
 
+// One k-step's MMAs of this warpgroup as one committed wgmma group: four k8 slices of its rows of
+// A (a_base: the A tile plus the warpgroup's 64 rows) by all of B (b_base); a k8 slice is 32 bytes
+// further along each 128-byte row.
+template <class Cfg>
+__device__ __forceinline__ void issue_step_mmas(float (&acc)[Cfg::kPerRow][Cfg::kPerCol], uint32_t a_base,
+                                                uint32_t b_base) {
+  wgmma_fence_operands(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < Cfg::kKStep; ks += 8)
+    wgmma_m64n128k8_tf32(acc, wgmma_descriptor(a_base + ks * sizeof(float)),
+                         wgmma_descriptor(b_base + ks * sizeof(float)));
+  wgmma_commit();
+}
+
 template <class Cfg, int kStages, class StagerA, class StagerB>
 __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scalar>& args, int& k0, int k_end,
                                                int buffer, const StagerA& stage_a,
@@ -949,13 +964,7 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     // tile) by all of B; a k8 slice is 32 bytes further along each 128-byte row.
     const uint32_t a_base = shared_address(a_tiles[buffer]) + (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);
     const uint32_t b_base = shared_address(b_tiles[buffer]);
-    wgmma_fence_operands(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < Cfg::kKStep; ks += 8)
-      wgmma_m64n128k8_tf32(acc, wgmma_descriptor(a_base + ks * sizeof(float)),
-                           wgmma_descriptor(b_base + ks * sizeof(float)));
-    wgmma_commit();
+    issue_step_mmas<Cfg>(acc, a_base, b_base);
     wgmma_fence_operands(acc);
     if (has_next) {
       // Buffer `next` was last read by the MMAs of step t-1, complete before its barrier.
@@ -1337,14 +1346,7 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
       fence_shared_for_async_proxy();
       named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
     }
-    const uint32_t a_base = shared_address(a_tiles[stage]) + a_rows, b_base = shared_address(b_tiles[stage]);
-    wgmma_fence_operands(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < Cfg::kKStep; ks += 8)
-      wgmma_m64n128k8_tf32(acc, wgmma_descriptor(a_base + ks * sizeof(float)),
-                           wgmma_descriptor(b_base + ks * sizeof(float)));
-    wgmma_commit();
+    issue_step_mmas<Cfg>(acc, shared_address(a_tiles[stage]) + a_rows, shared_address(b_tiles[stage]));
     // The previous step's group is complete: its buffer goes back to the producer.
     wgmma_wait_all_but_latest();
     wgmma_fence_operands(acc);
