@@ -1966,6 +1966,49 @@ uint32_t encode_tile_maps(const OperandView<float>& v, int64_t k_extent, bool ou
   return (want_direct ? 1u : 0u) | (want_raw ? 2u : 0u);
 }
 
+/// The wgmma kernel instance of a product whose operands have the TMA maps `has` (TmaMaps::has),
+/// and its block size.
+struct TmaKernel {
+  void (*kernel)(const GemmArgs<float>, const TmaMaps);
+  unsigned threads;
+  const char* name;
+  bool pipelined;
+};
+
+template <class Cfg>
+TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& b, uint32_t has, Tf32Loop loop) {
+  auto triangular = [](const OperandView<float>& v) {
+    return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
+  };
+  const bool a_tma = has & (kADirect | kARaw), b_tma = has & (kBDirect | kBRaw);
+  const bool any_triangular = triangular(a) || triangular(b);
+  // Both operands with direct copies only: no raw ring, its space a third buffer.
+  const bool deep = has == (kADirect | kBDirect);
+  // The pipelined kernel where both operands come directly and one is triangular (Upper or
+  // Lower: short, uneven k-ranges and diagonal-crossing steps). Where both are Dense (gram, the
+  // relaid Symmetric products; direct maps only exclude Symmetric operands, which always have a
+  // raw map too) it measured 0–4 % slower than the barrier-per-step instance (H100, TF32, N = 2048
+  // and 4096, 2026-11-23; docs/structured_gemm.md).
+  if (deep && any_triangular && loop == Tf32Loop::Auto)
+    return {structured_gemm_pipelined_kernel<Cfg>, Cfg::kThreads + kProducerThreads,
+            "structured_gemm_pipelined_kernel", true};
+  // A triangular operand's diagonal-crossing steps by TMA too (kDiag), except where both operands
+  // are k-major (one of them stays on the register stager; measured slower).
+  const bool diag = any_triangular && full_tma(loop) && !(a.layout == Layout::KMajor && b.layout == Layout::KMajor);
+  // Symmetric operands' both triangles by TMA (kSym): Symmetric·Symmetric only (H100, TF32,
+  // N = 4096: 0.916–0.919 ms → 0.864–0.867; Sym·Dense, whose B takes the ring, went 0.889–0.914
+  // → 0.926–0.932 with it).
+  const bool sym = full_tma(loop) && a.pattern == Pattern::Symmetric && b.pattern == Pattern::Symmetric;
+  auto kernel = deep && diag             ? structured_gemm_tma_kernel<Cfg, true, true, 3, true>
+                : deep                   ? structured_gemm_tma_kernel<Cfg, true, true, 3>
+                : a_tma && b_tma && diag ? structured_gemm_tma_kernel<Cfg, true, true, 2, true>
+                : a_tma && b_tma && sym  ? structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>
+                : a_tma && b_tma         ? structured_gemm_tma_kernel<Cfg, true, true>
+                : a_tma                  ? structured_gemm_tma_kernel<Cfg, true, false>
+                                         : structured_gemm_tma_kernel<Cfg, false, true>;
+  return {kernel, Cfg::kThreads, "structured_gemm_tma_kernel", false};
+}
+
 template <class Cfg>
 void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   using T = typename Cfg::Scalar;
@@ -2000,41 +2043,10 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
     if (a_tma || b_tma) {
-      auto triangular = [](const OperandView<T>& v) {
-        return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
-      };
-      // Both operands with direct copies only: no raw ring, its space a third buffer. A
-      // triangular operand's diagonal-crossing steps by TMA too (kDiag), except where both
-      // operands are k-major (one of them stays on the register stager; measured slower).
-      const bool diag = (triangular(args.a) || triangular(args.b)) && full_tma(tf32_loop()) &&
-                        !(args.a.layout == Layout::KMajor && args.b.layout == Layout::KMajor);
-      const bool deep = maps.has == (kADirect | kBDirect);
-      // The pipelined kernel where both operands come directly and one is triangular (Upper or
-      // Lower: short, uneven k-ranges and diagonal-crossing steps). Where both are Dense (gram,
-      // the relaid Symmetric products; direct maps only exclude Symmetric operands, which always
-      // have a raw map too) it measured 0–4 % slower than the barrier-per-step instance (H100,
-      // TF32, N = 2048 and 4096, 2026-11-23; docs/structured_gemm.md).
-      if (deep && (triangular(args.a) || triangular(args.b)) && tf32_loop() == Tf32Loop::Auto) {
-        structured_gemm_pipelined_kernel<Cfg>
-            <<<blocks, Cfg::kThreads + kProducerThreads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
-        SG_CUDA_CHECK_LAUNCH("structured_gemm_pipelined_kernel");
-        pipelined_launch_count.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      // Symmetric operands' both triangles by TMA (kSym): Symmetric·Symmetric only (H100, TF32,
-      // N = 4096: 0.916–0.919 ms → 0.864–0.867; Sym·Dense, whose B takes the ring, went 0.889–0.914
-      // → 0.926–0.932 with it).
-      const bool sym = full_tma(tf32_loop()) && args.a.pattern == Pattern::Symmetric &&
-                       args.b.pattern == Pattern::Symmetric;
-      auto kernel = deep && diag         ? structured_gemm_tma_kernel<Cfg, true, true, 3, true>
-                    : deep               ? structured_gemm_tma_kernel<Cfg, true, true, 3>
-                    : a_tma && b_tma && diag ? structured_gemm_tma_kernel<Cfg, true, true, 2, true>
-                    : a_tma && b_tma && sym  ? structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>
-                    : a_tma && b_tma     ? structured_gemm_tma_kernel<Cfg, true, true>
-                    : a_tma              ? structured_gemm_tma_kernel<Cfg, true, false>
-                                         : structured_gemm_tma_kernel<Cfg, false, true>;
-      kernel<<<blocks, Cfg::kThreads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
-      SG_CUDA_CHECK_LAUNCH("structured_gemm_tma_kernel");
+      const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop());
+      chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
+      SG_CUDA_CHECK_LAUNCH(chosen.name);
+      if (chosen.pipelined) pipelined_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
