@@ -221,6 +221,37 @@ TEST(MatmulPrecision, Tf32AppliesToFloat32ProductsOnCudaOnly) {
 }
 
 #if defined(SG_WITH_CUDA)
+namespace cu = sg::detail::cuda;
+
+/// TF32 mode on `loop` with relayout `relayout` for the scope of one test; everything back to
+/// the defaults at its end, an early GTEST_SKIP's included.
+class ScopedTf32 {
+ public:
+  explicit ScopedTf32(cu::Tf32Loop loop = cu::Tf32Loop::Auto, cu::OperandRelayout relayout = cu::OperandRelayout::Auto) {
+    g_tf32 = true;
+    sg::set_matmul_precision(sg::Precision::TF32);
+    cu::set_tf32_loop(loop);
+    cu::set_operand_relayout(relayout);
+  }
+  ~ScopedTf32() {
+    g_tf32 = false;
+    sg::set_matmul_precision(sg::Precision::Float32);
+    cu::set_tf32_loop(cu::Tf32Loop::Auto);
+    cu::set_operand_relayout(cu::OperandRelayout::Auto);
+  }
+  ScopedTf32(const ScopedTf32&) = delete;
+  ScopedTf32& operator=(const ScopedTf32&) = delete;
+};
+
+/// Whether TF32 products of device 0 run on the wgmma loop (an sm_90a build on compute
+/// capability 9.0).
+bool wgmma_loop_runs() {
+  GemmProblem probe = square(300, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  probe.tf32 = true;
+  probe.lda = probe.ldb = probe.ldc = probe.n;
+  return cu::structured_gemm_plan(probe, sg::kFloat32, 0).config == cu::GemmTileConfig::Float32Tf32Wgmma;
+}
+
 TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   // The TF32 loops round operands in registers (the wgmma loop by adding half a TF32 ulp and
   // letting the tensor cores drop the low bits): an infinity must stay an infinity and a NaN a
@@ -254,6 +285,7 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
       sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor, sg::detail::cuda::Tf32Loop::WgmmaStaged,
       sg::detail::cuda::Tf32Loop::MmaSync, sg::detail::cuda::Tf32Loop::Auto,
       sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep};
+  const ScopedTf32 restore_defaults_at_end;
   for (int mode = 0; mode < 7; ++mode) {
     sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
     sg::detail::cuda::set_tf32_loop(loops[mode]);
@@ -280,9 +312,6 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
     }
     EXPECT_EQ(nonfinite, (n - 10) + (n - 7) + (n - 150)) << "mode " << mode;
   }
-  sg::set_matmul_precision(sg::Precision::Float32);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
-  sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
 }
 #endif
 
@@ -329,14 +358,9 @@ TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
-  sgtest::gemm::g_tf32 = true;
-  sg::set_matmul_precision(sg::Precision::TF32);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
+  const ScopedTf32 tf32(cu::Tf32Loop::WgmmaTmaOuterMajor);
   std::mt19937_64 rng(8);
   for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-  sgtest::gemm::g_tf32 = false;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
 }
 
 TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
@@ -349,14 +373,11 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
   // beyond them random), and split tiles (640: dA's plan splits 3 tiles; the consumers' named
   // barrier in the partial-tile path).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  namespace cu = sg::detail::cuda;
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, upper_t{OperandKind::Upper, true};
   const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
   const Variant symmetric{OperandKind::Symmetric, false};
-  sgtest::gemm::g_tf32 = true;
-  sg::set_matmul_precision(sg::Precision::TF32);
-  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
   struct Case {
     GemmProblem p;
     bool pipelined;  // on the default loop
@@ -370,14 +391,8 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
     cases.push_back({square(n, symmetric, dense_t, OutputMask::Full), false});  // Symmetric: a raw map too
     cases.push_back({square(n, dense, dense_t, OutputMask::Symmetric), false});  // gram: both Dense
   }
-  GemmProblem probe = cases[0].p;
-  probe.lda = probe.ldb = probe.ldc = probe.n;
-  if (cu::structured_gemm_plan(probe, sg::kFloat32, 0).config != cu::GemmTileConfig::Float32Tf32Wgmma) {
-    sgtest::gemm::g_tf32 = false;
-    sg::set_matmul_precision(sg::Precision::Float32);
-    cu::set_operand_relayout(cu::OperandRelayout::Auto);
+  if (!wgmma_loop_runs())
     GTEST_SKIP() << "the pipelined kernel serves the wgmma loop, which this device or build does not run";
-  }
   std::mt19937_64 rng(10);
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
     cu::set_tf32_loop(loop);
@@ -389,10 +404,6 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
           << (c.p.b.trans ? "ᵀ" : "") << " at n = " << c.p.n;
     }
   }
-  sgtest::gemm::g_tf32 = false;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  cu::set_tf32_loop(cu::Tf32Loop::Auto);
-  cu::set_operand_relayout(cu::OperandRelayout::Auto);
 }
 
 TEST(CudaGemmPipelined, BarrierPerStepAblationMatchesTheReferenceOnCopiedOperands) {
@@ -403,19 +414,11 @@ TEST(CudaGemmPipelined, BarrierPerStepAblationMatchesTheReferenceOnCopiedOperand
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
-  namespace cu = sg::detail::cuda;
-  sgtest::gemm::g_tf32 = true;
-  sg::set_matmul_precision(sg::Precision::TF32);
-  cu::set_tf32_loop(cu::Tf32Loop::WgmmaBarrierPerStep);
-  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  const ScopedTf32 tf32(cu::Tf32Loop::WgmmaBarrierPerStep, cu::OperandRelayout::Always);
   std::mt19937_64 rng(11);
   const int64_t launches = cu::pipelined_launches();
   for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
   EXPECT_EQ(cu::pipelined_launches(), launches);
-  sgtest::gemm::g_tf32 = false;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  cu::set_tf32_loop(cu::Tf32Loop::Auto);
-  cu::set_operand_relayout(cu::OperandRelayout::Auto);
 }
 
 TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
@@ -423,12 +426,10 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   // (k-major and Symmetric ones), only on the default wgmma loop, and only when on; each
   // product still matches the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  namespace cu = sg::detail::cuda;
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const Variant symmetric{OperandKind::Symmetric, false};
-  sgtest::gemm::g_tf32 = true;
-  sg::set_matmul_precision(sg::Precision::TF32);
+  const ScopedTf32 tf32;
   struct Case {
     GemmProblem p;
     int64_t copies;  // with relayout on
@@ -442,13 +443,7 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
       {square(n, symmetric, dense, OutputMask::Full), 2},
       {square(n, dense, dense_t, OutputMask::Upper), 0},    // gram
   };
-  GemmProblem probe = cases[0].p;
-  probe.lda = probe.ldb = probe.ldc = n;
-  if (cu::structured_gemm_plan(probe, sg::kFloat32, 0).config != cu::GemmTileConfig::Float32Tf32Wgmma) {
-    sgtest::gemm::g_tf32 = false;
-    sg::set_matmul_precision(sg::Precision::Float32);
-    GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
-  }
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(9);
   for (cu::OperandRelayout setting : {cu::OperandRelayout::Always, cu::OperandRelayout::Never}) {
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaStaged}) {
@@ -464,10 +459,6 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
       }
     }
   }
-  sgtest::gemm::g_tf32 = false;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  cu::set_tf32_loop(cu::Tf32Loop::Auto);
-  cu::set_operand_relayout(cu::OperandRelayout::Auto);
 }
 
 using sg::detail::cuda::plan_structured_gemm;
