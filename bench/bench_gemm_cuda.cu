@@ -37,6 +37,7 @@ struct Options {
   bool tma_outer_major = false;  // TF32 on the wgmma loop, TMA for outer-major operands only
   bool barrier_per_step = false;  // TF32 on the wgmma loop without the pipelined kernel
   std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first
+  std::string wide = "auto";      // wgmma products of two outer-major Dense operands: the 128 × 256 kernel
 };
 
 struct Row {
@@ -76,10 +77,14 @@ Options parse(int argc, char** argv) {
                                                      std::string(argv[i + 1]) == "never" ||
                                                      std::string(argv[i + 1]) == "always"))
       o.relayout = next();
+    else if (arg == "--wide" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
+                                                 std::string(argv[i + 1]) == "never" ||
+                                                 std::string(argv[i + 1]) == "always"))
+      o.wide = next();
     else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always]]\n");
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always]]\n");
       std::exit(2);
     }
   }
@@ -364,14 +369,18 @@ int main(int argc, char** argv) {
     if (options.relayout != "auto")
       sg::detail::cuda::set_operand_relayout(options.relayout == "never" ? sg::detail::cuda::OperandRelayout::Never
                                                                          : sg::detail::cuda::OperandRelayout::Always);
-    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s), median of %d\n", sg::cuda::device_name().c_str(),
+    if (options.wide != "auto")
+      sg::detail::cuda::set_wide_tiles(options.wide == "never" ? sg::detail::cuda::WideTiles::Never
+                                                               : sg::detail::cuda::WideTiles::Always);
+    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s), median of %d\n",
+                sg::cuda::device_name().c_str(),
                 !options.tf32          ? "exact (FFMA)"
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
                 : options.no_tma       ? "TF32 (tensor cores, register-staged tiles)"
                 : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"
                 : options.barrier_per_step ? "TF32 (tensor cores, no pipelined kernel: one barrier per k-step)"
                                        : "TF32 (tensor cores)",
-                options.relayout.c_str(), options.reps);
+                options.relayout.c_str(), options.wide.c_str(), options.reps);
     Bench bench(options);
     for (int64_t n : options.sizes) bench.run_size(n);
     bench.print_table();

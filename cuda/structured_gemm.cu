@@ -120,6 +120,7 @@ struct TileConfig {
   static constexpr bool kTensorCores = kMma || kWgmma;  // operands rounded to TF32 when staged
   static constexpr int kThreads = kThreads_;
   static constexpr int kTile = kTile_;                           // BM = BN
+  static constexpr int kTileN = kTile_;                          // (the wide kernel's config: BN = 2·BM)
   static constexpr int kKStep = kKStep_;                         // BK
   static constexpr int kRowGroups = kTile / 64;                  // 4-row blocks per thread (FMA)
   static constexpr int kColGroups = kColGroups_;                 // 4-column blocks per thread (FMA)
@@ -407,6 +408,39 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[2][32], uint64_t
       : "l"(a_desc), "l"(b_desc), "r"(1));
 #else
   __trap();  // the host launches the wgmma configuration only on sm_90a code
+#endif
+}
+
+/// The same for n256 (the wide kernel's 64 × 256 warpgroup tile): d[0] rows g, d[1] rows g + 8, of
+/// the 32 n8 blocks.
+__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[2][64], uint64_t a_desc, uint64_t b_desc) {
+#if SG_HAS_WGMMA
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, accumulate, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[0][4]), "+f"(d[0][5]), "+f"(d[1][4]), "+f"(d[1][5]), "+f"(d[0][6]), "+f"(d[0][7]), "+f"(d[1][6]), "+f"(d[1][7]),
+        "+f"(d[0][8]), "+f"(d[0][9]), "+f"(d[1][8]), "+f"(d[1][9]), "+f"(d[0][10]), "+f"(d[0][11]), "+f"(d[1][10]), "+f"(d[1][11]),
+        "+f"(d[0][12]), "+f"(d[0][13]), "+f"(d[1][12]), "+f"(d[1][13]), "+f"(d[0][14]), "+f"(d[0][15]), "+f"(d[1][14]), "+f"(d[1][15]),
+        "+f"(d[0][16]), "+f"(d[0][17]), "+f"(d[1][16]), "+f"(d[1][17]), "+f"(d[0][18]), "+f"(d[0][19]), "+f"(d[1][18]), "+f"(d[1][19]),
+        "+f"(d[0][20]), "+f"(d[0][21]), "+f"(d[1][20]), "+f"(d[1][21]), "+f"(d[0][22]), "+f"(d[0][23]), "+f"(d[1][22]), "+f"(d[1][23]),
+        "+f"(d[0][24]), "+f"(d[0][25]), "+f"(d[1][24]), "+f"(d[1][25]), "+f"(d[0][26]), "+f"(d[0][27]), "+f"(d[1][26]), "+f"(d[1][27]),
+        "+f"(d[0][28]), "+f"(d[0][29]), "+f"(d[1][28]), "+f"(d[1][29]), "+f"(d[0][30]), "+f"(d[0][31]), "+f"(d[1][30]), "+f"(d[1][31]),
+        "+f"(d[0][32]), "+f"(d[0][33]), "+f"(d[1][32]), "+f"(d[1][33]), "+f"(d[0][34]), "+f"(d[0][35]), "+f"(d[1][34]), "+f"(d[1][35]),
+        "+f"(d[0][36]), "+f"(d[0][37]), "+f"(d[1][36]), "+f"(d[1][37]), "+f"(d[0][38]), "+f"(d[0][39]), "+f"(d[1][38]), "+f"(d[1][39]),
+        "+f"(d[0][40]), "+f"(d[0][41]), "+f"(d[1][40]), "+f"(d[1][41]), "+f"(d[0][42]), "+f"(d[0][43]), "+f"(d[1][42]), "+f"(d[1][43]),
+        "+f"(d[0][44]), "+f"(d[0][45]), "+f"(d[1][44]), "+f"(d[1][45]), "+f"(d[0][46]), "+f"(d[0][47]), "+f"(d[1][46]), "+f"(d[1][47]),
+        "+f"(d[0][48]), "+f"(d[0][49]), "+f"(d[1][48]), "+f"(d[1][49]), "+f"(d[0][50]), "+f"(d[0][51]), "+f"(d[1][50]), "+f"(d[1][51]),
+        "+f"(d[0][52]), "+f"(d[0][53]), "+f"(d[1][52]), "+f"(d[1][53]), "+f"(d[0][54]), "+f"(d[0][55]), "+f"(d[1][54]), "+f"(d[1][55]),
+        "+f"(d[0][56]), "+f"(d[0][57]), "+f"(d[1][56]), "+f"(d[1][57]), "+f"(d[0][58]), "+f"(d[0][59]), "+f"(d[1][58]), "+f"(d[1][59]),
+        "+f"(d[0][60]), "+f"(d[0][61]), "+f"(d[1][60]), "+f"(d[1][61]), "+f"(d[0][62]), "+f"(d[0][63]), "+f"(d[1][62]), "+f"(d[1][63])
+      : "l"(a_desc), "l"(b_desc), "r"(1));
+#else
+  __trap();  // the host launches the wide kernel only on sm_90a code
 #endif
 }
 
@@ -1091,7 +1125,7 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
     // loads are 512 contiguous bytes.
     using V = typename Vec16<T>::type;
     constexpr int kVecsPerRow = kPerCol / kVec;
-    constexpr int kTileElems = kTile * kTile;
+    constexpr int kTileElems = kTile * Cfg::kTileN;
     T* tile_partials = args.partials + static_cast<int64_t>(item.partial_index) * kTileElems;
     V* mine = reinterpret_cast<V*>(tile_partials + static_cast<int64_t>(item.chunk) * kTileElems);
 #pragma unroll
@@ -1392,6 +1426,114 @@ __global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads, Cfg::kMinBlo
   if (item.k_begin < item.k_end)
     consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
   write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
+}
+
+// =============================================================================================
+// The wide kernel: large products whose operands are both outer-major Dense with direct TMA
+// maps (gram-shaped products, the Symmetric products relayout copied), in 128 × 256 tiles — a
+// quarter less L2 traffic per multiply-add than 128 × 128 — one block per SM, persistent.
+// Block b runs items b, b + gridDim.x, …; its producer warp runs ahead through them, so an
+// item's first copies land while the consumers still write the previous item's tile. Two
+// consumer warpgroups of 64 × 256 (wgmma m64n256k8, 128 accumulators per thread), a ring of
+// kWideStages buffers of A (16 KB) and B (32 KB), the pipelined kernel's mbarrier protocol. No
+// split tiles, no structural zeros (Dense operands only; copies fill rows and k beyond the
+// operands with zeros).
+// =============================================================================================
+
+constexpr int kWideStages = 4;
+
+/// The wide kernel's tile, in the members write_tile and the accumulator layout use.
+struct WideConfig {
+  using Scalar = float;
+  static constexpr InnerLoop kInner = InnerLoop::Tf32Wgmma;
+  static constexpr bool kMma = false, kWgmma = true, kTensorCores = true;
+  static constexpr int kThreads = 256;  // the consumer warpgroups
+  static constexpr int kTile = 128, kTileN = 256, kKStep = 32;
+  static constexpr int kPerRow = 2, kPerCol = kTileN / 4;  // rows g, g + 8 of the 32 n8 blocks
+  static constexpr int kVec = 4;
+  static constexpr int kRowGroup = 2, kRowGroupStride = 16, kRowElemStride = 8;
+  static constexpr int kColGroup = 2, kColGroupStride = 8;
+  static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
+  static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + 1024;
+  __device__ __forceinline__ static int row_base() { return (threadIdx.x >> 5) * 16 + ((threadIdx.x & 31) >> 2); }
+  __device__ __forceinline__ static int col_base() { return 2 * (threadIdx.x & 3); }
+  __host__ __device__ static constexpr int row_offset(int i) {
+    return (i / kRowGroup) * kRowGroupStride + (i % kRowGroup) * kRowElemStride;
+  }
+  __host__ __device__ static constexpr int col_offset(int j) { return (j / kColGroup) * kColGroupStride + j % kColGroup; }
+};
+static_assert(WideConfig::kDynamicSmem <= 227 * 1024, "the wide ring fits an H100 block's shared memory");
+
+__global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
+    structured_gemm_wide_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps, int item_count) {
+  using Cfg = WideConfig;
+  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+  float* const a_tiles = reinterpret_cast<float*>(base);
+  float* const b_tiles = reinterpret_cast<float*>(base + kWideStages * Cfg::kATileBytes);
+  constexpr int kAStage = Cfg::kATileBytes / 4, kBStage = Cfg::kBTileBytes / 4;  // floats per buffer
+  __shared__ uint64_t full[kWideStages], empty[kWideStages];
+  __shared__ int last_chunk;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kWideStages; ++s) {
+      mbarrier_init(full + s, 1);   // the producer's arrive.expect_tx
+      mbarrier_init(empty + s, 2);  // one arrival per consumer warpgroup
+    }
+  }
+  __syncthreads();  // the only block-wide barrier
+  int stage = 0, round = 0;
+  if (threadIdx.x >= Cfg::kThreads) {
+    if (threadIdx.x != Cfg::kThreads) return;
+#pragma unroll 1
+    for (int i = blockIdx.x; i < item_count; i += gridDim.x) {
+      const GemmWorkItem item = args.items[i];
+      const int row0 = item.tile_row * Cfg::kTile, col0 = item.tile_col * Cfg::kTileN;
+#pragma unroll 1
+      for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
+        if (round > 0) mbarrier_wait(empty + stage, (round - 1) & 1);
+        mbarrier_arrive_expect_tx(full + stage, Cfg::kATileBytes + Cfg::kBTileBytes);
+        tma_load_tile(a_tiles + stage * kAStage, &maps.a, k0, row0, full + stage);
+        tma_load_tile(b_tiles + stage * kBStage, &maps.b, k0, col0, full + stage);
+        if (++stage == kWideStages) stage = 0, ++round;
+      }
+    }
+    return;
+  }
+  const uint32_t a_rows = (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);  // this warpgroup's rows
+  const bool signals = (threadIdx.x & 127) == 0;
+#pragma unroll 1
+  for (int i = blockIdx.x; i < item_count; i += gridDim.x) {
+    const GemmWorkItem item = args.items[i];
+    float acc[Cfg::kPerRow][Cfg::kPerCol];
+#pragma unroll
+    for (int r = 0; r < Cfg::kPerRow; ++r)
+#pragma unroll
+      for (int c = 0; c < Cfg::kPerCol; ++c) acc[r][c] = 0.0f;
+    int released = -1;
+#pragma unroll 1
+    for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
+      mbarrier_wait(full + stage, round & 1);
+      const uint32_t a_base = shared_address(a_tiles + stage * kAStage) + a_rows;
+      const uint32_t b_base = shared_address(b_tiles + stage * kBStage);
+      wgmma_fence_operands(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < Cfg::kKStep; ks += 8)
+        wgmma_m64n256k8_tf32(acc, wgmma_descriptor(a_base + ks * sizeof(float)),
+                             wgmma_descriptor(b_base + ks * sizeof(float)));
+      wgmma_commit();
+      wgmma_wait_all_but_latest();  // the previous step's group is complete: its buffer goes back
+      wgmma_fence_operands(acc);
+      if (signals && released >= 0) mbarrier_arrive(empty + released);
+      released = stage;
+      if (++stage == kWideStages) stage = 0, ++round;
+    }
+    wgmma_wait_all();
+    wgmma_fence_operands(acc);
+    if (signals && released >= 0) mbarrier_arrive(empty + released);
+    write_tile<Cfg, true>(args, item, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, last_chunk,
+                          threadIdx.x);
+  }
 }
 
 // =============================================================================================
@@ -1737,6 +1879,28 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   return best;
 }
 
+std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p) {
+  constexpr int kRows = WideConfig::kTile, kCols = WideConfig::kTileN;
+  const int64_t tile_rows = (p.m + kRows - 1) / kRows, tile_cols = (p.n + kCols - 1) / kCols;
+  std::vector<GemmWorkItem> items;
+  items.reserve(static_cast<size_t>(tile_rows * tile_cols));
+  for (int64_t i = 0; i < tile_rows; ++i) {
+    for (int64_t j = 0; j < tile_cols; ++j) {
+      // Wholly below the diagonal: a Symmetric mask's tile is the mirror's, an Upper mask's is
+      // zeros (an empty k-range).
+      const bool below = i * kRows > std::min(p.n, (j + 1) * kCols) - 1;
+      if (below && p.mask == OutputMask::Symmetric) continue;
+      GemmWorkItem item;
+      item.tile_row = static_cast<int32_t>(i);
+      item.tile_col = static_cast<int32_t>(j);
+      item.k_begin = 0;
+      item.k_end = below && p.mask == OutputMask::Upper ? 0 : static_cast<int32_t>(p.k);
+      items.push_back(item);
+    }
+  }
+  return items;
+}
+
 // =============================================================================================
 // Launcher: plan cache, workspace, launch.
 // =============================================================================================
@@ -1768,6 +1932,9 @@ int blocks_per_sm_of() {
       blocks = blocks == 0 ? tma_blocks : std::min(blocks, tma_blocks);
     }
   }
+  if constexpr (std::is_same<Cfg, ConfigTf32Wgmma>::value)  // the wide kernel runs from the same plans
+    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       WideConfig::kDynamicSmem));
   int plain_blocks = 0;
   SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&plain_blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
                                                               Cfg::kDynamicSmem));
@@ -1796,6 +1963,8 @@ std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
 std::atomic<int> current_relayout{static_cast<int>(OperandRelayout::Auto)};
 std::atomic<int64_t> relayout_copy_count{0};
 std::atomic<int64_t> pipelined_launch_count{0};
+std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
+std::atomic<int64_t> wide_launch_count{0};
 
 /// Whether `loop` is the wgmma loop with every kind of TMA copy (direct, raw, diagonal-crossing,
 /// both Symmetric triangles) and relayout: the default, and its ablation without the pipelined
@@ -1804,9 +1973,13 @@ bool full_tma(Tf32Loop loop) { return loop == Tf32Loop::Auto || loop == Tf32Loop
 
 struct CachedPlan {
   GemmWorkPlan plan;
-  std::unique_ptr<Storage> device_table;  // the work items, then the arrival counters
+  std::unique_ptr<Storage> device_table;  // the work items, the arrival counters, the wide items
   const GemmWorkItem* items = nullptr;
   int* counters = nullptr;
+  // The wide kernel's items (wide_tile_items), for wgmma products whose operands are both
+  // outer-major Dense; empty otherwise.
+  std::vector<GemmWorkItem> wide;
+  const GemmWorkItem* wide_items = nullptr;
 };
 
 struct PlanCache {
@@ -1873,18 +2046,29 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     entry->plan = small.estimated_cycles < large.estimated_cycles ? std::move(small) : std::move(large);
   }
 
-  // Upload once: items then counters (zeroed); the host vector stays in the entry, so it
-  // outlives the asynchronous copy.
   const GemmWorkPlan& plan = entry->plan;
+  const bool both_outer_major_dense =
+      p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
+  if (wgmma && both_outer_major_dense) entry->wide = wide_tile_items(p);
+
+  // Upload once: items, counters (zeroed), wide items; the host vectors stay in the entry, so
+  // they outlive the asynchronous copies.
   const size_t item_bytes = plan.items.size() * sizeof(GemmWorkItem);
   const size_t counter_bytes = static_cast<size_t>(plan.split_tiles) * sizeof(int);
-  entry->device_table = std::make_unique<Storage>(item_bytes + counter_bytes, Device(DeviceType::CUDA, device));
+  const size_t wide_offset = (item_bytes + counter_bytes + sizeof(GemmWorkItem) - 1) / sizeof(GemmWorkItem) *
+                             sizeof(GemmWorkItem);
+  const size_t wide_bytes = entry->wide.size() * sizeof(GemmWorkItem);
+  entry->device_table = std::make_unique<Storage>(wide_offset + wide_bytes, Device(DeviceType::CUDA, device));
   auto* base = static_cast<char*>(entry->device_table->data);
   entry->items = reinterpret_cast<const GemmWorkItem*>(base);
   entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
   const cudaStream_t st = stream(device);
   SG_CUDA_CHECK(cudaMemcpyAsync(base, plan.items.data(), item_bytes, cudaMemcpyHostToDevice, st));
   if (counter_bytes > 0) SG_CUDA_CHECK(cudaMemsetAsync(base + item_bytes, 0, counter_bytes, st));
+  if (wide_bytes > 0) {
+    entry->wide_items = reinterpret_cast<const GemmWorkItem*>(base + wide_offset);
+    SG_CUDA_CHECK(cudaMemcpyAsync(base + wide_offset, entry->wide.data(), wide_bytes, cudaMemcpyHostToDevice, st));
+  }
   return *cache.plans.emplace(key, std::move(entry)).first->second;
 }
 
@@ -1929,13 +2113,14 @@ TensorMapEncoder tensor_map_encoder() {
 }
 
 /// Encodes a TMA map over `v` in the 128-byte swizzle: the direct map — the wgmma tile box,
-/// kTile outer rows × kKStep k, over outer-major storage (V(outer, k) at data[outer·ld + k]) —
+/// box_rows (kTile, or the wide kernel's 256 for its B) outer rows × kKStep k, over outer-major storage (V(outer, k) at data[outer·ld + k]) —
 /// or the raw map — 32 × 32 boxes over k-major storage (V(outer, k) at data[k·ld + outer]).
-void encode_tile_map(const OperandView<float>& v, int64_t k_extent, bool raw, CUtensorMap* map) {
+void encode_tile_map(const OperandView<float>& v, int64_t k_extent, bool raw, CUtensorMap* map,
+                     cuuint32_t box_rows = ConfigTf32Wgmma::kTile) {
   const cuuint64_t outer = static_cast<cuuint64_t>(v.extent), k = static_cast<cuuint64_t>(k_extent);
   const cuuint64_t dims[2] = {raw ? outer : k, raw ? k : outer};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(v.ld) * sizeof(float)};
-  const cuuint32_t box[2] = {raw ? 32u : cuuint32_t{ConfigTf32Wgmma::kKStep}, raw ? 32u : cuuint32_t{ConfigTf32Wgmma::kTile}};
+  const cuuint32_t box[2] = {raw ? 32u : cuuint32_t{ConfigTf32Wgmma::kKStep}, raw ? 32u : box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult result =
       tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(v.data), dims, strides, box,
@@ -2009,6 +2194,22 @@ TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& 
   return {kernel, Cfg::kThreads, "structured_gemm_tma_kernel", false};
 }
 
+/// Whether product `p`, with `items` wide-tile items, runs on the wide kernel (where both
+/// operands come directly and are Dense). Auto: where the persistent blocks' rounds of items
+/// are at least 80 % full (items ≥ 0.8 · rounds · SMs), and not under an Upper mask. Measured
+/// (H100, TF32, 1024 … 8192, 2026-11-23; docs/structured_gemm.md, "The wide kernel"):
+/// - it won wherever that holds;
+/// - it lost where rounds were 55–69 % full: gram at 3072 and 4096, the Full products at 1024;
+/// - under an Upper mask (the dA of products with a Dense operand) it lost from 2560 on.
+bool wide_tiles_pay(const GemmProblem& p, size_t items, int device) {
+  const WideTiles setting = wide_tiles();
+  if (tf32_loop() != Tf32Loop::Auto || setting == WideTiles::Never) return false;
+  if (setting == WideTiles::Always) return true;
+  if (p.mask == OutputMask::Upper) return false;
+  const size_t sms = static_cast<size_t>(sm_count(device)), rounds = (items + sms - 1) / sms;
+  return 10 * items >= 8 * rounds * sms;
+}
+
 template <class Cfg>
 void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   using T = typename Cfg::Scalar;
@@ -2042,6 +2243,18 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
+    if (maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All && args.b.pattern == Pattern::All &&
+        cached.wide_items != nullptr && wide_tiles_pay(p, cached.wide.size(), device)) {
+      encode_tile_map(args.b, p.k, false, &maps.b, WideConfig::kTileN);
+      args.items = cached.wide_items;
+      const int items = static_cast<int>(cached.wide.size());
+      const unsigned grid = static_cast<unsigned>(std::min(items, sm_count(device)));
+      structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
+                                    stream(device)>>>(args, maps, items);
+      SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
+      wide_launch_count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     if (a_tma || b_tma) {
       const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop());
       chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
@@ -2158,6 +2371,12 @@ OperandRelayout operand_relayout() { return static_cast<OperandRelayout>(current
 int64_t relayout_copies() { return relayout_copy_count.load(); }
 
 int64_t pipelined_launches() { return pipelined_launch_count.load(); }
+
+void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
+
+WideTiles wide_tiles() { return static_cast<WideTiles>(current_wide_tiles.load()); }
+
+int64_t wide_launches() { return wide_launch_count.load(); }
 
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);

@@ -68,6 +68,12 @@ enum class GemmSchedule : uint8_t {
 GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, int slots, int blocks_per_sm,
                                   GemmSchedule schedule = GemmSchedule::Balanced);
 
+/// The work items of the wide kernel (TF32 wgmma products whose operands are both outer-major
+/// Dense): 128 × 256 tiles in row-major order over [0, k), without the tiles wholly below the
+/// diagonal under a Symmetric mask, with an empty k-range (zeros) for those under an Upper mask.
+/// Pure host code.
+std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p);
+
 /// Sets the schedule of every later launch (process-wide; for benchmarks and tests).
 void set_gemm_schedule(GemmSchedule schedule);
 GemmSchedule gemm_schedule();
@@ -98,6 +104,17 @@ OperandRelayout operand_relayout();
 int64_t relayout_copies();
 /// Launches of the pipelined wgmma kernel since the process started (for the tests).
 int64_t pipelined_launches();
+
+/// Whether wgmma products whose operands both come directly and are Dense run on the wide
+/// kernel (128 × 256 tiles, persistent, one block per SM). Auto: where its blocks' rounds of
+/// items are at least 80 % full, except under an Upper mask (docs/structured_gemm.md, "The wide
+/// kernel"); Never and Always for tests and the benchmark's comparison. Only on the default loop
+/// (Tf32Loop::Auto).
+enum class WideTiles : uint8_t { Auto, Never, Always };
+void set_wide_tiles(WideTiles setting);
+WideTiles wide_tiles();
+/// Launches of the wide kernel since the process started (for the tests).
+int64_t wide_launches();
 
 /// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);

@@ -461,6 +461,86 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   }
 }
 
+TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDense) {
+  // The wide kernel (128 × 256 tiles, persistent blocks, one per SM) forced on at small sizes:
+  // it takes exactly the wgmma products whose operands both come directly and are Dense — gram
+  // under both masks, the Symmetric products once relayout has copied them — on the default
+  // loop only, and each product matches the reference. Edge tiles in both directions (300, 640:
+  // 3 and 5 row tiles, 2 and 3 column tiles), blocks with several items (fewer SMs than items
+  // nowhere here, so also blocks with one or none: the grid is min(items, SMs)), a last k-step
+  // that is not whole (k = 40, 300), tiles wholly below the diagonal (zeros under Upper, skipped
+  // under Symmetric), and a rectangular product.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  const ScopedTf32 tf32;
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
+  struct Case {
+    GemmProblem p;
+    cu::OperandRelayout relayout;
+    bool wide;  // on the default loop
+  };
+  std::vector<Case> cases;
+  for (int64_t n : {300, 640}) {
+    cases.push_back({square(n, dense, dense_t, OutputMask::Upper), cu::OperandRelayout::Never, true});  // gram
+    cases.push_back({square(n, dense, dense_t, OutputMask::Symmetric), cu::OperandRelayout::Never, true});
+    cases.push_back({square(n, symmetric, symmetric, OutputMask::Full), cu::OperandRelayout::Always, true});
+    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::OperandRelayout::Always, true});
+    cases.push_back({square(n, dense, symmetric, OutputMask::Full), cu::OperandRelayout::Always, true});
+    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), cu::OperandRelayout::Never, false});  // triangular
+    cases.push_back({square(n, dense, dense_t, OutputMask::Full), cu::OperandRelayout::Never, false});   // cuBLAS
+    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::OperandRelayout::Never, false});  // raw copies
+  }
+  GemmProblem short_k = square(640, dense, dense_t, OutputMask::Upper);
+  short_k.k = 40;
+  cases.push_back({short_k, cu::OperandRelayout::Never, true});
+  GemmProblem rectangular = square(300, symmetric, dense, OutputMask::Full);
+  rectangular.n = 520;
+  cases.push_back({rectangular, cu::OperandRelayout::Always, true});
+  std::mt19937_64 rng(12);
+  cu::set_wide_tiles(cu::WideTiles::Always);
+  for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
+    cu::set_tf32_loop(loop);
+    for (const Case& c : cases) {
+      cu::set_operand_relayout(c.relayout);
+      const int64_t before = cu::wide_launches();
+      SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+      EXPECT_EQ(cu::wide_launches() - before, c.wide && loop == cu::Tf32Loop::Auto ? 1 : 0) << describe(c.p, sg::kFloat32);
+    }
+  }
+  cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
+TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreAtLeastFourFifthsFull) {
+  // Under Auto the wide kernel takes a product where its persistent blocks' rounds of items are
+  // at least 80 % full, except under an Upper mask. gram-shaped products, k = 100: under a
+  // Symmetric mask 2560 has 110 items (one round at 83 % on an H100's 132 SMs: wide) and 4000
+  // has 272 (three rounds at 69 %: not); under an Upper mask, 2560 stays off the wide kernel.
+  // Each matches the reference.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::mt19937_64 rng(13);
+  int wide = 0;
+  for (auto [n, mask] : std::vector<std::pair<int64_t, OutputMask>>{
+           {2560, OutputMask::Symmetric}, {4000, OutputMask::Symmetric}, {2560, OutputMask::Upper}}) {
+    GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
+    p.k = 100;
+    const size_t items = cu::wide_tile_items(p).size();
+    const size_t rounds = (items + sms - 1) / sms;
+    const bool expected = mask != OutputMask::Upper && 10 * items >= 8 * rounds * static_cast<size_t>(sms);
+    const int64_t before = cu::wide_launches();
+    SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+    EXPECT_EQ(cu::wide_launches() - before, expected ? 1 : 0)
+        << items << " items on " << sms << " SMs, n = " << n << ", mask " << mask_name(mask);
+    wide += expected;
+  }
+  if (sms == 132) EXPECT_EQ(wide, 1) << "on an H100 SXM, the Symmetric product at 2560 only";
+}
+
 using sg::detail::cuda::plan_structured_gemm;
 
 /// Multiply-adds a plan issues, counting whole tiles (edge tiles at full size).
@@ -529,6 +609,47 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
       partial_slots_seen.erase(std::unique(partial_slots_seen.begin(), partial_slots_seen.end()),
                                partial_slots_seen.end());
       EXPECT_EQ(static_cast<int64_t>(partial_slots_seen.size()), plan.partial_tiles);
+    }
+  }
+}
+
+TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInRowMajorOrder) {
+  // The wide kernel's items: 128 × 256 tiles in row-major order, each over [0, k) — except that a
+  // tile wholly below the diagonal is left out under a Symmetric mask (the mirror writes it) and
+  // has an empty range under an Upper mask (it writes zeros). Every entry the mask writes lies
+  // in exactly one item.
+  using sg::detail::cuda::GemmWorkItem;
+  for (int64_t n : {1, 129, 300, 640, 4000}) {
+    for (OutputMask mask : {OutputMask::Full, OutputMask::Upper, OutputMask::Symmetric}) {
+      GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
+      p.k = 77;
+      if (mask == OutputMask::Full) p.n = n + 300;  // rectangular
+      const std::vector<GemmWorkItem> items = sg::detail::cuda::wide_tile_items(p);
+      const int64_t rows = (p.m + 127) / 128, cols = (p.n + 255) / 256;
+      std::vector<int> covered(static_cast<size_t>(rows * cols), 0);
+      int64_t last = -1;
+      for (const GemmWorkItem& item : items) {
+        ASSERT_GE(item.tile_row, 0);
+        ASSERT_LT(item.tile_row, rows);
+        ASSERT_GE(item.tile_col, 0);
+        ASSERT_LT(item.tile_col, cols);
+        const int64_t index = item.tile_row * cols + item.tile_col;
+        EXPECT_GT(index, last) << "row-major order";
+        last = index;
+        ++covered[static_cast<size_t>(index)];
+        const bool below = item.tile_row * 128 > std::min<int64_t>(p.n, (item.tile_col + 1) * 256) - 1;
+        EXPECT_EQ(item.k_begin, 0);
+        EXPECT_EQ(item.k_end, below && mask == OutputMask::Upper ? 0 : p.k)
+            << "tile (" << item.tile_row << ", " << item.tile_col << ")";
+        EXPECT_EQ(item.chunk_count, 1);
+        EXPECT_FALSE(below && mask == OutputMask::Symmetric);
+      }
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const bool below = i * 128 > std::min<int64_t>(p.n, (j + 1) * 256) - 1;
+          EXPECT_EQ(covered[static_cast<size_t>(i * cols + j)], below && mask == OutputMask::Symmetric ? 0 : 1)
+              << "n = " << n << ", mask " << mask_name(mask) << ", tile (" << i << ", " << j << ")";
+        }
     }
   }
 }
