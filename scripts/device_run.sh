@@ -88,6 +88,10 @@ if has bench; then
   timeout 100 $build/bench/bench_gemm_cuda --tf32 --barrier-per-step --n 1024,4096 \
     --csv "$OUT/bench_gemm_cuda_tf32_barrier_per_step.csv" > "$OUT/bench_gemm_cuda_tf32_barrier_per_step.txt" 2>&1
   note "bench_gemm_cuda --tf32 --barrier-per-step rc=$?"
+  # And without the wide kernel (the dense-shaped products on the 128-tile kernels).
+  timeout 100 $build/bench/bench_gemm_cuda --tf32 --wide never --n 1024,4096 \
+    --csv "$OUT/bench_gemm_cuda_tf32_wide_never.csv" > "$OUT/bench_gemm_cuda_tf32_wide_never.txt" 2>&1
+  note "bench_gemm_cuda --tf32 --wide never rc=$?"
   # And with relayout off and forced on (docs/structured_gemm.md, "Relayout": the Auto table's data).
   for mode in never always; do
     timeout 100 $build/bench/bench_gemm_cuda --tf32 --relayout $mode --n ${SG_BENCH_N:-1024,2048,4096} \
