@@ -55,6 +55,9 @@ struct OperandView {
   Layout layout;     // for Dense / Upper / Lower (Symmetric chooses per tile)
   Pattern pattern;
   bool vector_ok;    // data 16-byte aligned and ld a multiple of the vector width
+  // The storage holds zeros outside the structure near the diagonal (a relayout copy: within
+  // kRelayoutZeroBand), so the pipelined kernel's diagonal-crossing steps need no zeroing.
+  bool zeros_stored;
 };
 
 template <typename T>
@@ -1373,8 +1376,8 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
 #pragma unroll 1
   for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
     mbarrier_wait(full + stage, round & 1);
-    if (crosses_diagonal<Cfg>(args.a.pattern, row0, k0) || crosses_diagonal<Cfg>(args.b.pattern, col0, k0) ||
-        k0 + Cfg::kKStep > item.k_end) {
+    if ((!args.a.zeros_stored && crosses_diagonal<Cfg>(args.a.pattern, row0, k0)) ||
+        (!args.b.zeros_stored && crosses_diagonal<Cfg>(args.b.pattern, col0, k0)) || k0 + Cfg::kKStep > item.k_end) {
       zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
       zero_outside_structure<Cfg, true>(b_tiles[stage], args.b.pattern, col0, k0, item.k_end);
       fence_shared_for_async_proxy();
@@ -1548,6 +1551,10 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
 // that read them lie within one tile of it; the steps beyond are outside every k-range.
 constexpr int kRelayoutTile = 32, kRelayoutRows = 8;
 constexpr int kRelayoutZeroBand = 256;
+// A step inside an item's k-range reads structural zeros at most kTile − 1 from the diagonal (the
+// k-ranges end at tile edges), which is what lets the pipelined kernel skip zeroing a copy's
+// diagonal-crossing steps (OperandView::zeros_stored).
+static_assert(kRelayoutZeroBand >= ConfigTf32Wgmma::kTile, "a copy's zeros cover every diagonal-crossing step");
 
 __global__ void __launch_bounds__(kRelayoutTile * kRelayoutRows)
     relayout_outer_major_kernel(const OperandView<float> v, int32_t k_extent, float* out, int64_t ldo) {
@@ -2089,6 +2096,7 @@ OperandView<T> operand_view(const void* data, GemmOperand d, bool is_b, int64_t 
   }
   constexpr int kVec = 16 / sizeof(T);
   v.vector_ok = reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % kVec == 0;
+  v.zeros_stored = false;
   return v;
 }
 
@@ -2210,12 +2218,16 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, int device) {
   return 10 * items >= 8 * rounds * sms;
 }
 
+/// a_relaid, b_relaid: the operand is a relayout copy (zeros stored near the diagonal).
 template <class Cfg>
-void launch_with(const GemmProblem& p, const CachedPlan& cached, int device) {
+void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, bool a_relaid = false,
+                 bool b_relaid = false) {
   using T = typename Cfg::Scalar;
   GemmArgs<T> args;
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
   args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
+  args.a.zeros_stored = a_relaid;
+  args.b.zeros_stored = b_relaid;
   TmaMaps maps{};
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();
@@ -2336,7 +2348,7 @@ void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
   std::unique_ptr<Storage> copy_a, copy_b;
   if (relayout_a) copy_a = relayout_operand(p, false, device, q);
   if (relayout_b) copy_b = relayout_operand(p, true, device, q);
-  launch_with<ConfigTf32Wgmma>(q, cached_plan(q, DType::Float32, device), device);
+  launch_with<ConfigTf32Wgmma>(q, cached_plan(q, DType::Float32, device), device, relayout_a, relayout_b);
 }
 
 void check_problem(const GemmProblem& p) {
