@@ -82,8 +82,10 @@ GemmSchedule gemm_schedule();
 /// 9.0 and the library was built for sm_90a (the fast-path tiles copied by TMA: outer-major ones
 /// straight into the wgmma tiles, k-major ones raw and transposed by the threads; products whose
 /// operands both come directly, one of them Upper or Lower, run on the pipelined kernel, a
-/// producer warp and two consumer warpgroups), mma.sync on other sm_80+ devices. WgmmaBarrierPerStep: as Auto, but those
-/// products too on the one-barrier-per-k-step kernel (the loop of commit 73b3141).
+/// producer warp and two consumer warpgroups; large ones whose operands both come directly and
+/// are Dense on the wide kernel, WideTiles), mma.sync on other sm_80+ devices.
+/// WgmmaBarrierPerStep: as Auto, but those products too on the one-barrier-per-k-step kernel
+/// (the loop of commit 73b3141).
 /// WgmmaTmaOuterMajor: the wgmma loop with TMA for the outer-major Dense/Upper/Lower operands
 /// only (the loop of commit 4cf16cc). WgmmaStaged: the wgmma loop with every tile staged
 /// through registers (no TMA). MmaSync: the mma.sync loop everywhere. (For tests and the
