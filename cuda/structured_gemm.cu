@@ -1445,25 +1445,13 @@ __global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads, Cfg::kMinBlo
 
 constexpr int kWideStages = 4;
 
-/// The wide kernel's tile, in the members write_tile and the accumulator layout use.
-struct WideConfig {
-  using Scalar = float;
-  static constexpr InnerLoop kInner = InnerLoop::Tf32Wgmma;
-  static constexpr bool kMma = false, kWgmma = true, kTensorCores = true;
-  static constexpr int kThreads = 256;  // the consumer warpgroups
-  static constexpr int kTile = 128, kTileN = 256, kKStep = 32;
-  static constexpr int kPerRow = 2, kPerCol = kTileN / 4;  // rows g, g + 8 of the 32 n8 blocks
-  static constexpr int kVec = 4;
-  static constexpr int kRowGroup = 2, kRowGroupStride = 16, kRowElemStride = 8;
-  static constexpr int kColGroup = 2, kColGroupStride = 8;
+/// The wide kernel's tile: the wgmma config's accumulator layout and epilogue members, with
+/// 256 columns (each thread's two rows over the 32 n8 blocks) and the wide ring's buffers.
+struct WideConfig : ConfigTf32Wgmma {
+  static constexpr int kTileN = 256;
+  static constexpr int kPerCol = kTileN / 4;
   static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
   static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + 1024;
-  __device__ __forceinline__ static int row_base() { return (threadIdx.x >> 5) * 16 + ((threadIdx.x & 31) >> 2); }
-  __device__ __forceinline__ static int col_base() { return 2 * (threadIdx.x & 3); }
-  __host__ __device__ static constexpr int row_offset(int i) {
-    return (i / kRowGroup) * kRowGroupStride + (i % kRowGroup) * kRowElemStride;
-  }
-  __host__ __device__ static constexpr int col_offset(int j) { return (j / kColGroup) * kColGroupStride + j % kColGroup; }
 };
 static_assert(WideConfig::kDynamicSmem <= 227 * 1024, "the wide ring fits an H100 block's shared memory");
 
