@@ -713,6 +713,24 @@ struct OperandStager {
     }
   }
 
+  // ---- the FMA loop's fast steps (fma_k_loop): no path logic -------------------------------
+  /// Where this thread's fast-path loads of the k-step at k0 start.
+  __device__ __forceinline__ const char* fast_address(int k0) const {
+    return fast_base + static_cast<int64_t>(k0) * fast_k_bytes;
+  }
+  /// Bytes between this thread's fast-path loads within one k-step (its passes).
+  __device__ __forceinline__ int64_t fast_pass_bytes(const OperandView<T>& v) const {
+    return static_cast<int64_t>(fast_outer_major ? kOuterMajorRowsPerPass : kKMajorPassK) * v.ld *
+           static_cast<int64_t>(sizeof(T));
+  }
+  /// Fetches a fast-path k-step tile from fast_address(k0) (the caller keeps k0 in the range).
+  __device__ __forceinline__ void fetch_fast(const char* first, int64_t pass_bytes, StagedTile<Cfg>& staged) const {
+    static_assert(!kTma, "the FMA loop's fast steps have no TMA copies");
+#pragma unroll
+    for (int p = 0; p < kLoads; ++p) load_vec_global(reinterpret_cast<const T*>(first + p * pass_bytes), staged.value[p]);
+    staged.along_k = fast_outer_major;
+  }
+
   __device__ __forceinline__ void fetch_general(const OperandView<T>& v, int k0, StagedTile<Cfg>& staged) const {
     Layout layout = v.layout;
     bool vector_path = v.vector_ok && outer0 + Cfg::kTile <= v.extent && k0 + Cfg::kKStep <= k_end;
@@ -905,11 +923,12 @@ __device__ __forceinline__ void store_segment(T* c, int64_t ldc, int row, int co
 }
 
 // =============================================================================================
-// The main loop, one k-step: fetch step t+1 into registers, multiply the shared tiles of step
-// t (buffer `buffer`), store step t+1 into the other buffer, barrier. The loop is deliberately
-// not unrolled across k-steps: one k-step is already kKStep·kPerRow·kPerCol FFMAs, and a body twice that
-// size overflows the instruction cache (measured: "no instruction" stalls on H100).
-// Returns false after the last step.
+// The main loop of the tensor-core configs, one k-step: fetch step t+1 into registers, multiply
+// the shared tiles of step t (buffer `buffer`), store step t+1 into the other buffer, barrier.
+// (The FMA configs run fma_k_loop, below: the same sequence with a shortcut for fast steps.)
+// The loops are deliberately not unrolled across k-steps: one k-step of the FMA loop is already
+// kKStep·kPerRow·kPerCol FFMAs, and a body twice that size overflows the instruction cache
+// (measured: "no instruction" stalls on H100). Returns false after the last step.
 // =============================================================================================
 
 // The shared buffer after `buffer` in a ring of kStages.
@@ -1016,7 +1035,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   } else {
     const T* a_tile = a_tiles[buffer] + Cfg::row_base();
     const T* b_tile = b_tiles[buffer] + Cfg::col_base();
-    if constexpr (Cfg::kMma) {
+    static_assert(Cfg::kMma, "the FMA configs run fma_k_loop");
+    {
       // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
       // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
       // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
@@ -1054,19 +1074,6 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
             acc[2 * mi + 1][2 * ni + 1] = d[3];
           }
       }
-    } else {
-#pragma unroll
-      for (int kk = 0; kk < Cfg::kKStep; ++kk) {
-        T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
-#pragma unroll
-        for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_tile + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
-#pragma unroll
-        for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_tile + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
-#pragma unroll
-        for (int i = 0; i < Cfg::kPerRow; ++i)
-#pragma unroll
-          for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
-      }
     }
     if (has_next) {
       // The other buffer was last read in the previous step, before its closing barrier.
@@ -1077,6 +1084,87 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
   __syncthreads();
   k0 += Cfg::kKStep;
   return has_next;
+}
+
+// The FMA loop's k-loop (after step 0 is staged): per step t, fetch step t+1 into registers,
+// multiply step t's shared tiles, store step t+1 into the other buffer, barrier.
+//  - Fast steps: where step t+1 lies in both operands' fast ranges (in bounds, aligned, inside
+//    the structure's non-zero part: most steps of a large product), it is fetched from each
+//    operand's running address with no path logic. Elsewhere each stager picks its path as in
+//    main_loop_step. The per-step path decisions had cost about a fifth of a step's cycles in
+//    fixed-latency stalls (docs/structured_gemm.md, "The FMA loop's k-loop").
+//  - One body of multiply-adds for both kinds of step: a second copy (a separate loop for the
+//    fast steps) measured slower on products that alternate between them, the instruction
+//    cache's limit again.
+//  - The first k of step t+1 is read from shared memory right after the barrier, before the
+//    multiply-adds of step t's last k, so its latency is hidden behind them.
+template <class Cfg, class StagerA, class StagerB>
+__device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>& args, int k_begin, int k_end,
+                                           const StagerA& stage_a, const StagerB& stage_b,
+                                           StagedTile<Cfg>& staged_a, StagedTile<Cfg>& staged_b,
+                                           typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                           typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
+                                           typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
+  using T = typename Cfg::Scalar;
+  static_assert(Cfg::kInner == InnerLoop::Fma && Cfg::kKStep >= 2, "the FMA loop");
+  constexpr int kStride = Cfg::kStride, kLast = Cfg::kKStep - 1;
+  const int fast_lo = max(stage_a.fast_k_lo, stage_b.fast_k_lo);
+  const int fast_last = min(stage_a.fast_k_last, stage_b.fast_k_last);
+  const int64_t a_pass = stage_a.fast_pass_bytes(args.a), b_pass = stage_b.fast_pass_bytes(args.b);
+  // k-fragments of a step: kPerRow values of A and kPerCol of B at one k (load_fragments).
+  auto load_fragments = [](const T* a_tile, const T* b_tile, int kk, T (&a_frag)[Cfg::kPerRow],
+                           T (&b_frag)[Cfg::kPerCol]) {
+#pragma unroll
+    for (int g = 0; g < Cfg::kRowGroups; ++g) load4_shared(a_tile + kk * kStride + g * Cfg::kRowSpacing, a_frag + 4 * g);
+#pragma unroll
+    for (int g = 0; g < Cfg::kColGroups; ++g) load4_shared(b_tile + kk * kStride + g * Cfg::kColSpacing, b_frag + 4 * g);
+  };
+  auto outer_product = [&acc](const T (&a_frag)[Cfg::kPerRow], const T (&b_frag)[Cfg::kPerCol]) {
+#pragma unroll
+    for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+  };
+  T a_first[Cfg::kPerRow], b_first[Cfg::kPerCol];  // k = 0 of the current step
+  load_fragments(a_tiles[0] + Cfg::row_base(), b_tiles[0] + Cfg::col_base(), 0, a_first, b_first);
+  int k0 = k_begin, buffer = 0;
+#pragma unroll 1
+  for (;;) {
+    const int next = k0 + Cfg::kKStep;
+    const bool has_next = next < k_end;
+    if (has_next) {  // global loads in flight during this step's multiply-adds
+      if (next >= fast_lo && next <= fast_last) {
+        stage_a.fetch_fast(stage_a.fast_address(next), a_pass, staged_a);
+        stage_b.fetch_fast(stage_b.fast_address(next), b_pass, staged_b);
+      } else {
+        stage_a.fetch(args.a, next, staged_a);
+        stage_b.fetch(args.b, next, staged_b);
+      }
+    }
+    const T* a_tile = a_tiles[buffer] + Cfg::row_base();
+    const T* b_tile = b_tiles[buffer] + Cfg::col_base();
+    outer_product(a_first, b_first);
+#pragma unroll
+    for (int kk = 1; kk < kLast; ++kk) {
+      T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
+      load_fragments(a_tile, b_tile, kk, a_frag, b_frag);
+      outer_product(a_frag, b_frag);
+    }
+    T a_last[Cfg::kPerRow], b_last[Cfg::kPerCol];
+    load_fragments(a_tile, b_tile, kLast, a_last, b_last);
+    if (!has_next) {
+      outer_product(a_last, b_last);
+      return;
+    }
+    // The other buffer was last read in the previous step, before its closing barrier.
+    StagerA::store(a_tiles[buffer ^ 1], staged_a);
+    StagerB::store(b_tiles[buffer ^ 1], staged_b);
+    __syncthreads();
+    buffer ^= 1;
+    load_fragments(a_tiles[buffer] + Cfg::row_base(), b_tiles[buffer] + Cfg::col_base(), 0, a_first, b_first);
+    outer_product(a_last, b_last);
+    k0 = next;
+  }
 }
 
 // =============================================================================================
@@ -1251,10 +1339,14 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   int k0 = item.k_begin;
   int buffer = 0;
   uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
+  if constexpr (Cfg::kInner == InnerLoop::Fma) {
+    fma_k_loop<Cfg>(args, item.k_begin, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles, acc);
+  } else {
 #pragma unroll 1
-  while (main_loop_step<Cfg, kStages>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles,
-                                      b_tiles, acc, maps, tma_bars, tma_phase, ring)) {
-    buffer = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
+    while (main_loop_step<Cfg, kStages>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles,
+                                        b_tiles, acc, maps, tma_bars, tma_phase, ring)) {
+      buffer = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
+    }
   }
 }
 
