@@ -1108,9 +1108,18 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
   using T = typename Cfg::Scalar;
   static_assert(Cfg::kInner == InnerLoop::Fma && Cfg::kKStep >= 2, "the FMA loop");
   constexpr int kStride = Cfg::kStride, kLast = Cfg::kKStep - 1;
+  // Step k0's next step is fast when k0 - fast_k0 (unsigned) <= fast_span; the fast loads then
+  // start at a_next / b_next, which advance one k-step per step. Without fast steps, fast_k0 is
+  // k_end: every k0 - k_end is negative, so no step passes.
   const int fast_lo = max(stage_a.fast_k_lo, stage_b.fast_k_lo);
   const int fast_last = min(stage_a.fast_k_last, stage_b.fast_k_last);
+  const int fast_k0 = fast_lo <= fast_last ? fast_lo - Cfg::kKStep : k_end;
+  const unsigned fast_span = fast_lo <= fast_last ? static_cast<unsigned>(fast_last - fast_lo) : 0u;
   const int64_t a_pass = stage_a.fast_pass_bytes(args.a), b_pass = stage_b.fast_pass_bytes(args.b);
+  const char* a_next = stage_a.fast_address(k_begin + Cfg::kKStep);
+  const char* b_next = stage_b.fast_address(k_begin + Cfg::kKStep);
+  const int64_t a_step = static_cast<int64_t>(Cfg::kKStep) * stage_a.fast_k_bytes;
+  const int64_t b_step = static_cast<int64_t>(Cfg::kKStep) * stage_b.fast_k_bytes;
   // k-fragments of a step: kPerRow values of A and kPerCol of B at one k (load_fragments).
   auto load_fragments = [](const T* a_tile, const T* b_tile, int kk, T (&a_frag)[Cfg::kPerRow],
                            T (&b_frag)[Cfg::kPerCol]) {
@@ -1131,11 +1140,12 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
 #pragma unroll 1
   for (;;) {
     const int next = k0 + Cfg::kKStep;
-    const bool has_next = next < k_end;
-    if (has_next) {  // global loads in flight during this step's multiply-adds
-      if (next >= fast_lo && next <= fast_last) {
-        stage_a.fetch_fast(stage_a.fast_address(next), a_pass, staged_a);
-        stage_b.fetch_fast(stage_b.fast_address(next), b_pass, staged_b);
+    const bool has_next = next < k_end;  // (a fast next step is one)
+    // Step t+1's global loads, in flight during this step's multiply-adds.
+    if (has_next) {
+      if (static_cast<unsigned>(k0 - fast_k0) <= fast_span) {
+        stage_a.fetch_fast(a_next, a_pass, staged_a);
+        stage_b.fetch_fast(b_next, b_pass, staged_b);
       } else {
         stage_a.fetch(args.a, next, staged_a);
         stage_b.fetch(args.b, next, staged_b);
@@ -1164,6 +1174,8 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
     load_fragments(a_tiles[buffer] + Cfg::row_base(), b_tiles[buffer] + Cfg::col_base(), 0, a_first, b_first);
     outer_product(a_last, b_last);
     k0 = next;
+    a_next += a_step;
+    b_next += b_step;
   }
 }
 
