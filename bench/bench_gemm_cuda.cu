@@ -38,6 +38,7 @@ struct Options {
   bool barrier_per_step = false;  // TF32 on the wgmma loop without the pipelined kernel
   std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first
   std::string wide = "auto";      // wgmma products of two outer-major Dense operands: the 128 × 256 kernel
+  GemmSchedule schedule = GemmSchedule::Balanced;  // the planner's schedule for every product of the run
 };
 
 struct Row {
@@ -81,10 +82,18 @@ Options parse(int argc, char** argv) {
                                                  std::string(argv[i + 1]) == "never" ||
                                                  std::string(argv[i + 1]) == "always"))
       o.wide = next();
-    else {
+    else if (arg == "--schedule" && i + 1 < argc && (std::string(argv[i + 1]) == "balanced" ||
+                                                     std::string(argv[i + 1]) == "heaviest-first" ||
+                                                     std::string(argv[i + 1]) == "raster")) {
+      const std::string v = next();
+      o.schedule = v == "balanced" ? GemmSchedule::Balanced
+                   : v == "raster" ? GemmSchedule::Raster
+                                   : GemmSchedule::HeaviestFirst;
+    } else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always]]\n");
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always]] "
+                   "[--schedule balanced|heaviest-first|raster]\n");
       std::exit(2);
     }
   }
@@ -210,7 +219,7 @@ void Bench::run_size(int64_t n) {
     sg::detail::cuda::set_gemm_schedule(schedule);
     sg::NoGradGuard no_grad;
     add(n, "upper·upper fwd", name, time([&](int r) { sg::matmul(upper_a[r % sets], upper_b[r % sets]); }), n3 / 3);
-    sg::detail::cuda::set_gemm_schedule(GemmSchedule::Balanced);
+    sg::detail::cuda::set_gemm_schedule(options_.schedule);
   }
   // Every other structure pair, forward; the useful multiply-adds of op(A)·op(B) are n³ times
   // the fraction each structure keeps (Upper ½, Dense and Symmetric 1; Upper·Upper ⅙).
@@ -369,10 +378,11 @@ int main(int argc, char** argv) {
     if (options.relayout != "auto")
       sg::detail::cuda::set_operand_relayout(options.relayout == "never" ? sg::detail::cuda::OperandRelayout::Never
                                                                          : sg::detail::cuda::OperandRelayout::Always);
+    sg::detail::cuda::set_gemm_schedule(options.schedule);
     if (options.wide != "auto")
       sg::detail::cuda::set_wide_tiles(options.wide == "never" ? sg::detail::cuda::WideTiles::Never
                                                                : sg::detail::cuda::WideTiles::Always);
-    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s), median of %d\n",
+    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),
                 !options.tf32          ? "exact (FFMA)"
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
@@ -380,7 +390,11 @@ int main(int argc, char** argv) {
                 : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"
                 : options.barrier_per_step ? "TF32 (tensor cores, no pipelined kernel: one barrier per k-step)"
                                        : "TF32 (tensor cores)",
-                options.relayout.c_str(), options.wide.c_str(), options.reps);
+                options.relayout.c_str(), options.wide.c_str(),
+                options.schedule == GemmSchedule::Balanced ? "balanced"
+                : options.schedule == GemmSchedule::Raster ? "raster"
+                                                           : "heaviest-first",
+                options.reps);
     Bench bench(options);
     for (int64_t n : options.sizes) bench.run_size(n);
     bench.print_table();
