@@ -1033,47 +1033,44 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     wgmma_wait_all();
     wgmma_fence_operands(acc);
   } else {
-    const T* a_tile = a_tiles[buffer] + Cfg::row_base();
-    const T* b_tile = b_tiles[buffer] + Cfg::col_base();
     static_assert(Cfg::kMma, "the FMA configs run fma_k_loop");
-    {
-      // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
-      // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
-      // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
-      const int t = threadIdx.x & 3;
-      const float* a_lane = a_tile + t * kStride;
-      const float* b_lane = b_tiles[buffer] + ((threadIdx.x >> 5) & 1) * 64 + ((threadIdx.x & 31) >> 2) + t * kStride;
+    const T* a_tile = a_tiles[buffer] + Cfg::row_base();
+    // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
+    // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
+    // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
+    const int t = threadIdx.x & 3;
+    const float* a_lane = a_tile + t * kStride;
+    const float* b_lane = b_tiles[buffer] + ((threadIdx.x >> 5) & 1) * 64 + ((threadIdx.x & 31) >> 2) + t * kStride;
 #pragma unroll
-      for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
-        uint32_t a_frag[4][4], b_frag[8][2];
+    for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
+      uint32_t a_frag[4][4], b_frag[8][2];
 #pragma unroll
-        for (int mi = 0; mi < 4; ++mi) {
-          const float* p = a_lane + ks * kStride + mi * 16;
-          a_frag[mi][0] = __float_as_uint(p[0]);
-          a_frag[mi][1] = __float_as_uint(p[8]);
-          a_frag[mi][2] = __float_as_uint(p[4 * kStride]);
-          a_frag[mi][3] = __float_as_uint(p[4 * kStride + 8]);
-        }
+      for (int mi = 0; mi < 4; ++mi) {
+        const float* p = a_lane + ks * kStride + mi * 16;
+        a_frag[mi][0] = __float_as_uint(p[0]);
+        a_frag[mi][1] = __float_as_uint(p[8]);
+        a_frag[mi][2] = __float_as_uint(p[4 * kStride]);
+        a_frag[mi][3] = __float_as_uint(p[4 * kStride + 8]);
+      }
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni) {
+        const float* p = b_lane + ks * kStride + ni * 8;
+        b_frag[ni][0] = __float_as_uint(p[0]);
+        b_frag[ni][1] = __float_as_uint(p[4 * kStride]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
         for (int ni = 0; ni < 8; ++ni) {
-          const float* p = b_lane + ks * kStride + ni * 8;
-          b_frag[ni][0] = __float_as_uint(p[0]);
-          b_frag[ni][1] = __float_as_uint(p[4 * kStride]);
+          // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
+          float d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni],
+                        acc[2 * mi + 1][2 * ni + 1]};
+          mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
+          acc[2 * mi][2 * ni] = d[0];
+          acc[2 * mi][2 * ni + 1] = d[1];
+          acc[2 * mi + 1][2 * ni] = d[2];
+          acc[2 * mi + 1][2 * ni + 1] = d[3];
         }
-#pragma unroll
-        for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < 8; ++ni) {
-            // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
-            float d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni],
-                          acc[2 * mi + 1][2 * ni + 1]};
-            mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
-            acc[2 * mi][2 * ni] = d[0];
-            acc[2 * mi][2 * ni + 1] = d[1];
-            acc[2 * mi + 1][2 * ni] = d[2];
-            acc[2 * mi + 1][2 * ni + 1] = d[3];
-          }
-      }
     }
     if (has_next) {
       // The other buffer was last read in the previous step, before its closing barrier.
@@ -1140,7 +1137,7 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
 #pragma unroll 1
   for (;;) {
     const int next = k0 + Cfg::kKStep;
-    const bool has_next = next < k_end;  // (a fast next step is one)
+    const bool has_next = next < k_end;  // (true wherever the next step is fast)
     // Step t+1's global loads, in flight during this step's multiply-adds.
     if (has_next) {
       if (static_cast<unsigned>(k0 - fast_k0) <= fast_span) {
@@ -1348,12 +1345,12 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0, tma_bars, 0);
   if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
   __syncthreads();
-  int k0 = item.k_begin;
-  int buffer = 0;
-  uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
   if constexpr (Cfg::kInner == InnerLoop::Fma) {
     fma_k_loop<Cfg>(args, item.k_begin, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles, acc);
   } else {
+    int k0 = item.k_begin;
+    int buffer = 0;
+    uint32_t tma_phase = 0;  // bit b: parity of buffer b's next TMA phase
 #pragma unroll 1
     while (main_loop_step<Cfg, kStages>(args, k0, item.k_end, buffer, stage_a, stage_b, staged_a, staged_b, a_tiles,
                                         b_tiles, acc, maps, tma_bars, tma_phase, ring)) {
