@@ -1884,6 +1884,27 @@ bool capped_split_applies(const GemmProblem& p, GemmTileConfig config) {
   return a_k_major && b_k_major;
 }
 
+// Panel sharing in L2 (wgmma plans without split). Heaviest first puts tiles of equal cost side
+// by side. Where the cost changes along both tile axes (Upper·Upper's forward: tile (i, j)
+// runs k ∈ [128i, 128j + 128)) those are the tiles of one diagonal, which share no operand
+// panel, so the blocks running at one time read most of both operands. Tiles that start at the
+// same k on a shared panel instead read it in step, each panel step fetched from DRAM once for
+// all of them. So: items by first k, and heaviest first among equal first k (empty tiles, only
+// zeros to write, last). Where heaviest first already grouped such tiles (dA = triu(G·Bᵀ):
+// column j runs k ∈ [128j, n), equal cost down a column; dB and the products with a Dense
+// operand: every tile from k = 0) the order is the same. The heaviest item still starts first
+// when the heaviest tile of a row is never lighter than the next row's (Upper·Upper); the
+// makespan model, with no L2 in it, does not see the difference, so the order is applied after
+// the choice of split. Measured: docs/structured_gemm.md ("Tile order").
+void order_for_shared_panels(std::vector<GemmWorkItem>& items, int k_step, const CostModel& model) {
+  std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
+    const bool x_empty = x.k_end <= x.k_begin, y_empty = y.k_end <= y.k_begin;
+    if (x_empty != y_empty) return y_empty;
+    if (x.k_begin != y.k_begin) return x.k_begin < y.k_begin;
+    return item_cost(x, k_step, model) > item_cost(y, k_step, model);
+  });
+}
+
 }  // namespace
 
 const char* tile_config_name(GemmTileConfig config) {
@@ -1949,6 +1970,9 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
       best.items = std::move(items);
     }
   }
+  if (config == GemmTileConfig::Float32Tf32Wgmma && schedule == GemmSchedule::Balanced &&
+      std::all_of(best.items.begin(), best.items.end(), [](const GemmWorkItem& item) { return item.chunk_count == 1; }))
+    order_for_shared_panels(best.items, t.k_step, model);
   best.estimated_cycles = best_cycles;
   double total = 0;
   for (const GemmWorkItem& item : best.items) total += item_cost(item, t.k_step, model);

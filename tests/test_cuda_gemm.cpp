@@ -541,6 +541,8 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreAtLeastFourFifthsFull) {
   if (sms == 132) EXPECT_EQ(wide, 1) << "on an H100 SXM, the Symmetric product at 2560 only";
 }
 
+using sg::detail::cuda::GemmSchedule;
+using sg::detail::cuda::GemmWorkItem;
 using sg::detail::cuda::plan_structured_gemm;
 
 /// Multiply-adds a plan issues, counting whole tiles (edge tiles at full size).
@@ -618,7 +620,6 @@ TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInRowMajorOrder) {
   // tile wholly below the diagonal is left out under a Symmetric mask (the mirror writes it) and
   // has an empty range under an Upper mask (it writes zeros). Every entry the mask writes lies
   // in exactly one item.
-  using sg::detail::cuda::GemmWorkItem;
   for (int64_t n : {1, 129, 300, 640, 4000}) {
     for (OutputMask mask : {OutputMask::Full, OutputMask::Upper, OutputMask::Symmetric}) {
       GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
@@ -665,7 +666,7 @@ TEST(CudaGemmPlanner, FewEqualTilesAreSplitEvenlyIntoOneWave) {
   EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.95) << plan.summary();
   // Without the split candidates (heaviest-first schedule) the same tiles run unsplit.
   const GemmWorkPlan unsplit =
-      plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2, sg::detail::cuda::GemmSchedule::HeaviestFirst);
+      plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2, GemmSchedule::HeaviestFirst);
   EXPECT_EQ(unsplit.items.size(), 64u);
   EXPECT_LT(plan.estimated_cycles, unsplit.estimated_cycles);
 }
@@ -706,6 +707,53 @@ TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
   const double gram_macs = planned_macs(plan_structured_gemm(gram, GemmTileConfig::Float32Large, 132 * 2, 2));
   EXPECT_GE(gram_macs, n3 / 2);
   EXPECT_LE(gram_macs, 1.05 * n3 / 2);
+}
+
+TEST(CudaGemmPlanner, UnsplitWgmmaPlansRunTilesThatShareAPanelFromOneKTogether) {
+  // TF32 Upper·Upper forward at 4096 runs unsplit: tile (i, j) over k ∈ [128i, 128j + 128).
+  // Its items go row by row (a row's tiles start at the same k of A's row panel), heaviest
+  // first within a row, the empty tiles below the diagonal last.
+  const GemmProblem upper = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmWorkPlan plan = plan_structured_gemm(upper, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+  ASSERT_EQ(plan.split_tiles, 0) << plan.summary();
+  ASSERT_EQ(plan.items.size(), 32u * 32u);
+  const GemmWorkPlan heaviest =
+      plan_structured_gemm(upper, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2, GemmSchedule::HeaviestFirst);
+  EXPECT_EQ(plan.items.front().k_end - plan.items.front().k_begin,
+            heaviest.items.front().k_end - heaviest.items.front().k_begin);  // the heaviest item starts first
+  bool empty_seen = false;
+  for (size_t i = 1; i < plan.items.size(); ++i) {
+    const GemmWorkItem &prev = plan.items[i - 1], &cur = plan.items[i];
+    const bool cur_empty = cur.k_end <= cur.k_begin;
+    if (cur_empty) {
+      empty_seen = true;
+      continue;
+    }
+    ASSERT_FALSE(empty_seen) << "item " << i << " after an empty one";
+    EXPECT_LE(prev.k_begin, cur.k_begin) << "item " << i;
+    if (prev.k_begin == cur.k_begin) {
+      EXPECT_EQ(prev.tile_row, cur.tile_row) << "item " << i;
+      EXPECT_GE(prev.k_end, cur.k_end) << "item " << i;
+    }
+  }
+  EXPECT_TRUE(empty_seen);
+  // Where heaviest first already runs such tiles together — dA = triu(G·Bᵀ), column j over
+  // k ∈ [128j, n) — or where every tile starts at k = 0 (Dense·Upper), the order is unchanged.
+  for (const GemmProblem& p : {square(4096, {OperandKind::Dense, false}, {OperandKind::Upper, true}, OutputMask::Upper),
+                               square(4096, {OperandKind::Dense, false}, {OperandKind::Upper, false}, OutputMask::Full)}) {
+    const GemmWorkPlan ours = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+    const GemmWorkPlan reference =
+        plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2, GemmSchedule::HeaviestFirst);
+    ASSERT_EQ(ours.split_tiles, 0) << ours.summary();
+    ASSERT_EQ(ours.items.size(), reference.items.size());
+    for (size_t i = 0; i < ours.items.size(); ++i) {
+      ASSERT_EQ(ours.items[i].tile_row, reference.items[i].tile_row) << "item " << i;
+      ASSERT_EQ(ours.items[i].tile_col, reference.items[i].tile_col) << "item " << i;
+    }
+  }
+  // The FMA configs keep heaviest first (their plans split here anyway).
+  const GemmWorkPlan fma = plan_structured_gemm(upper, GemmTileConfig::Float32Large, 132 * 2, 2);
+  EXPECT_GE(fma.items.front().k_end - fma.items.front().k_begin, fma.items.back().k_end - fma.items.back().k_begin);
 }
 
 TEST(CudaGemmPlanner, HeaviestItemsComeFirstAndBalanceIsNearTheBound) {
