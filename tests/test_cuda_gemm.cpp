@@ -751,9 +751,6 @@ TEST(CudaGemmPlanner, UnsplitWgmmaPlansRunTilesThatShareAPanelFromOneKTogether) 
       ASSERT_EQ(ours.items[i].tile_col, reference.items[i].tile_col) << "item " << i;
     }
   }
-  // The FMA configs keep heaviest first (their plans split here anyway).
-  const GemmWorkPlan fma = plan_structured_gemm(upper, GemmTileConfig::Float32Large, 132 * 2, 2);
-  EXPECT_GE(fma.items.front().k_end - fma.items.front().k_begin, fma.items.back().k_end - fma.items.back().k_begin);
 }
 
 TEST(CudaGemmPlanner, HeaviestItemsComeFirstAndBalanceIsNearTheBound) {
