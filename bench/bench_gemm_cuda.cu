@@ -38,6 +38,7 @@ struct Options {
   bool barrier_per_step = false;  // TF32 on the wgmma loop without the pipelined kernel
   std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first
   std::string wide = "auto";      // wgmma products of two outer-major Dense operands: the 128 × 256 kernel
+  std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   GemmSchedule schedule = GemmSchedule::Balanced;  // the planner's schedule for every product of the run
 };
 
@@ -82,6 +83,10 @@ Options parse(int argc, char** argv) {
                                                  std::string(argv[i + 1]) == "never" ||
                                                  std::string(argv[i + 1]) == "always"))
       o.wide = next();
+    else if (arg == "--register-b" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
+                                                       std::string(argv[i + 1]) == "never" ||
+                                                       std::string(argv[i + 1]) == "always"))
+      o.register_b = next();
     else if (arg == "--schedule" && i + 1 < argc && (std::string(argv[i + 1]) == "balanced" ||
                                                      std::string(argv[i + 1]) == "heaviest-first" ||
                                                      std::string(argv[i + 1]) == "raster")) {
@@ -92,7 +97,7 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always]] "
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always] [--register-b auto|never|always]] "
                    "[--schedule balanced|heaviest-first|raster]\n");
       std::exit(2);
     }
@@ -382,7 +387,10 @@ int main(int argc, char** argv) {
     if (options.wide != "auto")
       sg::detail::cuda::set_wide_tiles(options.wide == "never" ? sg::detail::cuda::WideTiles::Never
                                                                : sg::detail::cuda::WideTiles::Always);
-    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s, schedule %s), median of %d\n",
+    if (options.register_b != "auto")
+      sg::detail::cuda::set_register_b(options.register_b == "never" ? sg::detail::cuda::RegisterB::Never
+                                                                     : sg::detail::cuda::RegisterB::Always);
+    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s, register B %s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),
                 !options.tf32          ? "exact (FFMA)"
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
@@ -390,7 +398,7 @@ int main(int argc, char** argv) {
                 : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"
                 : options.barrier_per_step ? "TF32 (tensor cores, no pipelined kernel: one barrier per k-step)"
                                        : "TF32 (tensor cores)",
-                options.relayout.c_str(), options.wide.c_str(),
+                options.relayout.c_str(), options.wide.c_str(), options.register_b.c_str(),
                 options.schedule == GemmSchedule::Balanced ? "balanced"
                 : options.schedule == GemmSchedule::Raster ? "raster"
                                                            : "heaviest-first",

@@ -414,6 +414,34 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32(float (&d)[2][32], uint64_t
 #endif
 }
 
+/// The same with A from registers (the register-B kernel): a[4] this thread's TF32 bit patterns of
+/// A (64 × 8, the m16n8k8 A fragment layout per warp: rows g and g + 8 of the warp's 16, k t and
+/// t + 4, as a[0] (g, t), a[1] (g + 8, t), a[2] (g, t + 4), a[3] (g + 8, t + 4)), B K-major in
+/// shared memory as above.
+__device__ __forceinline__ void wgmma_m64n128k8_tf32_register_a(float (&d)[2][32], const uint32_t (&a)[4],
+                                                                uint64_t b_desc) {
+#if SG_HAS_WGMMA
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, accumulate, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[0][4]), "+f"(d[0][5]), "+f"(d[1][4]), "+f"(d[1][5]), "+f"(d[0][6]), "+f"(d[0][7]), "+f"(d[1][6]), "+f"(d[1][7]),
+        "+f"(d[0][8]), "+f"(d[0][9]), "+f"(d[1][8]), "+f"(d[1][9]), "+f"(d[0][10]), "+f"(d[0][11]), "+f"(d[1][10]), "+f"(d[1][11]),
+        "+f"(d[0][12]), "+f"(d[0][13]), "+f"(d[1][12]), "+f"(d[1][13]), "+f"(d[0][14]), "+f"(d[0][15]), "+f"(d[1][14]), "+f"(d[1][15]),
+        "+f"(d[0][16]), "+f"(d[0][17]), "+f"(d[1][16]), "+f"(d[1][17]), "+f"(d[0][18]), "+f"(d[0][19]), "+f"(d[1][18]), "+f"(d[1][19]),
+        "+f"(d[0][20]), "+f"(d[0][21]), "+f"(d[1][20]), "+f"(d[1][21]), "+f"(d[0][22]), "+f"(d[0][23]), "+f"(d[1][22]), "+f"(d[1][23]),
+        "+f"(d[0][24]), "+f"(d[0][25]), "+f"(d[1][24]), "+f"(d[1][25]), "+f"(d[0][26]), "+f"(d[0][27]), "+f"(d[1][26]), "+f"(d[1][27]),
+        "+f"(d[0][28]), "+f"(d[0][29]), "+f"(d[1][28]), "+f"(d[1][29]), "+f"(d[0][30]), "+f"(d[0][31]), "+f"(d[1][30]), "+f"(d[1][31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+#else
+  __trap();  // the host launches the register-B kernel only on sm_90a code
+#endif
+}
+
 /// The same for n256 (the wide kernel's 64 × 256 warpgroup tile): d[0] rows g, d[1] rows g + 8, of
 /// the 32 n8 blocks.
 __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[2][64], uint64_t a_desc, uint64_t b_desc) {
@@ -1223,15 +1251,20 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
   if (item.chunk_count > 1) {
     // Partial layout: vector e of thread tid at (e·256 + tid)·kVec, so a warp's stores and
     // loads are 512 contiguous bytes.
+    // Vector e holds accumulators kVec·e … kVec·e + kVec − 1 in row-major order of acc.
     using V = typename Vec16<T>::type;
-    constexpr int kVecsPerRow = kPerCol / kVec;
+    static_assert(kPerRow * kPerCol % kVec == 0, "whole vectors");
+    constexpr int kVecs = kPerRow * kPerCol / kVec;
     constexpr int kTileElems = kTile * Cfg::kTileN;
     T* tile_partials = args.partials + static_cast<int64_t>(item.partial_index) * kTileElems;
     V* mine = reinterpret_cast<V*>(tile_partials + static_cast<int64_t>(item.chunk) * kTileElems);
 #pragma unroll
-    for (int e = 0; e < kPerRow * kVecsPerRow; ++e) {
+    for (int e = 0; e < kVecs; ++e) {
+      T values[kVec];
+#pragma unroll
+      for (int q = 0; q < kVec; ++q) values[q] = acc[(e * kVec + q) / kPerCol][(e * kVec + q) % kPerCol];
       V v;
-      memcpy(&v, &acc[e / kVecsPerRow][(e % kVecsPerRow) * kVec], sizeof(V));
+      memcpy(&v, values, sizeof(V));
       __stcg(mine + e * Cfg::kThreads + tid, v);
     }
     __threadfence();
@@ -1253,12 +1286,12 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
     for (int chunk = 0; chunk < item.chunk_count; ++chunk) {
       const V* part = reinterpret_cast<const V*>(tile_partials + static_cast<int64_t>(chunk) * kTileElems);
 #pragma unroll
-      for (int e = 0; e < kPerRow * kVecsPerRow; ++e) {
+      for (int e = 0; e < kVecs; ++e) {
         const V v = __ldcg(part + e * Cfg::kThreads + tid);
         T values[kVec];
         memcpy(values, &v, sizeof(V));
 #pragma unroll
-        for (int q = 0; q < kVec; ++q) acc[e / kVecsPerRow][(e % kVecsPerRow) * kVec + q] += values[q];
+        for (int q = 0; q < kVec; ++q) acc[(e * kVec + q) / kPerCol][(e * kVec + q) % kPerCol] += values[q];
       }
     }
   }
@@ -1446,8 +1479,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 constexpr int kPipelineStages = 3;
 constexpr int kProducerThreads = 32;
 
-// The producer: thread 0 of the warp after the consumer warpgroups.
-template <class Cfg>
+// The producer: thread 0 of the warp after the consumer warpgroups. kRegisterB: B's steps come
+// as they lie (k-major), four 32 × 32 boxes of its raw map into the raw tile layout of RawRing.
+template <class Cfg, bool kRegisterB>
 __device__ __forceinline__ void produce_steps(const TmaMaps& maps, const GemmWorkItem& item, int row0, int col0,
                                               float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                               float (*b_tiles)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
@@ -1459,7 +1493,13 @@ __device__ __forceinline__ void produce_steps(const TmaMaps& maps, const GemmWor
     if (round > 0) mbarrier_wait(empty + stage, (round - 1) & 1);
     mbarrier_arrive_expect_tx(full + stage, 2 * Cfg::kTileBytes);
     tma_load_tile(a_tiles[stage], &maps.a, k0, row0, full + stage);
-    tma_load_tile(b_tiles[stage], &maps.b, k0, col0, full + stage);
+    if constexpr (kRegisterB) {
+#pragma unroll
+      for (int q = 0; q < Cfg::kTile / 32; ++q)
+        tma_load_tile(b_tiles[stage] + q * 32 * Cfg::kKStep, &maps.b_raw, col0 + 32 * q, k0, full + stage);
+    } else {
+      tma_load_tile(b_tiles[stage], &maps.b, k0, col0, full + stage);
+    }
     if (++stage == kPipelineStages) stage = 0, ++round;
   }
 }
@@ -1496,8 +1536,155 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
   wgmma_fence_operands(acc);
 }
 
+// ---- the register-B form of the pipelined kernel ----------------------------------------------
+// Products whose A comes by direct copies and whose B is k-major in memory (B not transposed:
+// every forward product), one of them Upper or Lower. TF32 wgmma reads K-major operands only
+// from shared memory, and a k-major B is not one; but wgmma's A operand may come from registers,
+// which the threads can load in any order. So the block computes its tile transposed,
+// Cᵀ = op(B)ᵀ·op(A)ᵀ: wgmma's A is op(B)ᵀ, loaded by the threads from B's raw copy (as it lies in
+// memory) into registers, and wgmma's B is op(A)ᵀ — A's direct copy, K-major as it lies. No
+// transposition through shared memory and no relayout copy of B. The write goes through
+// ConfigTf32WgmmaRegisterB, which knows where the transposed accumulators land.
+//
+// Warpgroup u multiplies output columns 64u … 64u + 63 (its wgmma rows) by all 128 rows. Its wgmma
+// row 16w + g + 8h (warp w, lane l, g = l/4, t = l mod 4) is output column
+//   64u + 32·(w/2) + 8·(w mod 2) + 16·(g/4) + g mod 4 + 4h,
+// a permutation chosen so that the fragment loads do not conflict: for one register, a warp's 32
+// lanes read 4 rows k of one 32 × 32 raw box (t) × 8 columns in chunks c and c ^ 4 (g/4), which the
+// 128-byte swizzle (chunk c of row k at c ^ (k mod 8), k mod 8 = t or t + 4) puts on 8 distinct
+// chunk positions: 32 distinct banks.
+// Each k-step is issued as two wgmma groups of two k8 slices, so that a thread keeps the
+// fragments of at most two groups alive (16 registers: the accumulators take 64 of the 112 that
+// two blocks of 288 threads allow).
+
+/// The register-B kernel's accumulators as write_tile sees them: the transposed tile,
+/// acc_t[j][i] = the wgmma accumulator acc[i][j], whose wgmma row (see above) is output column
+/// col_base() + 4i and whose wgmma column 8·(j/2) + 2t + j mod 2 is output row row_base() +
+/// row_offset(j).
+struct ConfigTf32WgmmaRegisterB : ConfigTf32Wgmma {
+  static constexpr int kPerRow = 32, kPerCol = 2;
+  static constexpr int kRowGroup = 2, kRowGroupStride = 8, kRowElemStride = 1;
+  static constexpr int kColGroup = 1, kColGroupStride = 4;
+  __device__ __forceinline__ static int row_base() { return 2 * (threadIdx.x & 3); }
+  __device__ __forceinline__ static int col_base() {
+    const int warp = (threadIdx.x >> 5) & 3, g = (threadIdx.x & 31) >> 2;
+    return 64 * (threadIdx.x >> 7) + 32 * (warp >> 1) + 8 * (warp & 1) + 16 * (g >> 2) + (g & 3);
+  }
+  __host__ __device__ static constexpr int row_offset(int i) {
+    return (i / kRowGroup) * kRowGroupStride + (i % kRowGroup) * kRowElemStride;
+  }
+  __host__ __device__ static constexpr int col_offset(int j) { return j * kColGroupStride; }
+};
+
+/// Keeps the compiler from reusing a wgmma group's A fragment registers before the group is known
+/// to be complete (the instruction reads them asynchronously).
+__device__ __forceinline__ void keep_fragments(uint32_t (&frag)[2][4]) {
+#pragma unroll
+  for (int s = 0; s < 2; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(frag[s][i])::"memory");
+}
+
+/// Writes the structural zeros into B's raw tile (the k-step at k0 of columns from col0), and zeros
+/// at k >= k_limit: each thread rewrites 4 of its 1024 16-byte chunks (chunk position p of row k of
+/// box q holds columns 32q + 4·(p ^ (k mod 8)) + 0…3).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads, Cfg::kMinBlocks)
+__device__ __forceinline__ void zero_raw_outside_structure(float* raw, Pattern pattern, int col0, int k0,
+                                                           int k_limit) {
+  static_assert(Cfg::kTile * Cfg::kKStep / 4 == 4 * Cfg::kThreads, "4 chunks per thread");
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int chunk = threadIdx.x + c * Cfg::kThreads;  // box chunk / 256, row (chunk / 8) mod 32
+    const int box = chunk >> 8, k = (chunk >> 3) & 31, p = chunk & 7;
+    float* at = raw + box * 32 * Cfg::kKStep + k * 32 + 4 * p;
+    const int col = col0 + 32 * box + 4 * (p ^ (k & 7));
+    float value[4];
+    load4_shared(at, value);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (!pattern_allows(pattern, col + j, k0 + k) || k0 + k >= k_limit) value[j] = 0.0f;
+    store_vec_shared(at, value);
+  }
+}
+
+/// Loads this thread's A fragments of k8 slices 2·half and 2·half + 1 from the raw tile `raw`,
+/// rounded to TF32 (as round_for_tensor_cores does).
+__device__ __forceinline__ void load_register_b(const float* raw, const int (&offset)[2][2], int half,
+                                                uint32_t (&frag)[2][4]) {
+#pragma unroll
+  for (int s = 0; s < 2; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      frag[s][i] = __float_as_uint(raw[offset[i & 1][i >> 1] + (2 * half + s) * 8 * 32]) + 0x1000u;
+}
+
+// The consumers of the register-B kernel: one k-step = two groups (half 0: slices 0, 1 from
+// fragments f0; half 1: slices 2, 3 from f1). After issuing a group, each warpgroup waits for the
+// one before it; after half 0 that is the previous step's last, so its buffer goes back.
+template <class Cfg>
+__device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& args, const GemmWorkItem& item,
+                                                         int row0, int col0,
+                                                         float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                                         float (*b_raw)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
+                                                         uint64_t* empty, float (&acc)[2][32]) {
+  using Out = ConfigTf32WgmmaRegisterB;
+  const bool signals = (threadIdx.x & 127) == 0;
+  const int t = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, col = Out::col_base();  // col: tile column
+  // offset[h][kk]: the raw tile index of this thread's column col + 4h at k = t + 4kk (slice 0).
+  int offset[2][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int c = col + 4 * h, k = t + 4 * kk;
+      offset[h][kk] = (c >> 5) * 32 * Cfg::kKStep + k * 32 + ((((c & 31) >> 2) ^ k) << 2) + (g & 3);
+    }
+  uint32_t f0[2][4] = {}, f1[2][4] = {};
+  int stage = 0, round = 0, released = -1;
+#pragma unroll 1
+  for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
+    mbarrier_wait(full + stage, round & 1);
+    const bool ends = k0 + Cfg::kKStep > item.k_end;
+    const bool zero_a = (!args.a.zeros_stored && crosses_diagonal<Cfg>(args.a.pattern, row0, k0)) || ends;
+    const bool zero_b = (!args.b.zeros_stored && crosses_diagonal<Cfg>(args.b.pattern, col0, k0)) || ends;
+    if (zero_a || zero_b) {
+      if (zero_a) zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
+      if (zero_b) zero_raw_outside_structure<Cfg>(b_raw[stage], args.b.pattern, col0, k0, item.k_end);
+      fence_shared_for_async_proxy();
+      named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    }
+    const uint32_t a_tile = shared_address(a_tiles[stage]);
+    // Half 0.
+    load_register_b(b_raw[stage], offset, 0, f0);
+    wgmma_fence_operands(acc);
+    wgmma_fence();
+    wgmma_m64n128k8_tf32_register_a(acc, f0[0], wgmma_descriptor(a_tile));
+    wgmma_m64n128k8_tf32_register_a(acc, f0[1], wgmma_descriptor(a_tile + 8 * sizeof(float)));
+    wgmma_commit();
+    wgmma_wait_all_but_latest();  // the previous step's half 1: its buffer and f1 are free
+    wgmma_fence_operands(acc);
+    keep_fragments(f1);
+    if (signals && released >= 0) mbarrier_arrive(empty + released);
+    released = stage;
+    // Half 1.
+    load_register_b(b_raw[stage], offset, 1, f1);
+    wgmma_fence_operands(acc);
+    wgmma_fence();
+    wgmma_m64n128k8_tf32_register_a(acc, f1[0], wgmma_descriptor(a_tile + 16 * sizeof(float)));
+    wgmma_m64n128k8_tf32_register_a(acc, f1[1], wgmma_descriptor(a_tile + 24 * sizeof(float)));
+    wgmma_commit();
+    wgmma_wait_all_but_latest();  // half 0: f0 is free
+    wgmma_fence_operands(acc);
+    keep_fragments(f0);
+    if (++stage == kPipelineStages) stage = 0, ++round;
+  }
+  wgmma_wait_all();
+  wgmma_fence_operands(acc);
+  keep_fragments(f1);
+}
+
+template <class Cfg, bool kRegisterB = false>
+__global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads) __maxnreg__(kRegisterB ? 112 : 96)
     structured_gemm_pipelined_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
   static_assert(Cfg::kWgmma && kPipelineStages * 2 * Cfg::kTileBytes + 1024 <= Cfg::kDynamicSmemTma,
                 "the ring fits the TMA kernels' dynamic shared memory");
@@ -1519,7 +1706,8 @@ __global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads, Cfg::kMinBlo
   }
   __syncthreads();  // the last block-wide barrier: the producer warp leaves after its copies
   if (threadIdx.x >= Cfg::kThreads) {
-    if (threadIdx.x == Cfg::kThreads) produce_steps<Cfg>(maps, item, row0, col0, a_tiles, b_tiles, full, empty);
+    if (threadIdx.x == Cfg::kThreads)
+      produce_steps<Cfg, kRegisterB>(maps, item, row0, col0, a_tiles, b_tiles, full, empty);
     return;
   }
   float acc[Cfg::kPerRow][Cfg::kPerCol];
@@ -1527,9 +1715,20 @@ __global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads, Cfg::kMinBlo
   for (int i = 0; i < Cfg::kPerRow; ++i)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = 0.0f;
-  if (item.k_begin < item.k_end)
-    consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
-  write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
+  if constexpr (kRegisterB) {
+    if (item.k_begin < item.k_end)
+      consume_steps_register_b<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
+    float acc_t[Cfg::kPerCol][Cfg::kPerRow];  // the transposed tile's accumulators
+#pragma unroll
+    for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kPerCol; ++j) acc_t[j][i] = acc[i][j];
+    write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
+  } else {
+    if (item.k_begin < item.k_end)
+      consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
+    write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
+  }
 }
 
 // =============================================================================================
@@ -2042,10 +2241,12 @@ int blocks_per_sm_of() {
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>),
-                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>)}) {
+                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>),
+                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg, true>)}) {
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
       // The plan's slots: the fewest blocks per SM of any of the config's kernels.
-      const bool pipelined = kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>);
+      const bool pipelined = kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>) ||
+                             kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg, true>);
       int tma_blocks = 0;
       SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
           &tma_blocks, kernel, Cfg::kThreads + (pipelined ? kProducerThreads : 0), Cfg::kDynamicSmemTma));
@@ -2083,6 +2284,8 @@ std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
 std::atomic<int> current_relayout{static_cast<int>(OperandRelayout::Auto)};
 std::atomic<int64_t> relayout_copy_count{0};
 std::atomic<int64_t> pipelined_launch_count{0};
+std::atomic<int> current_register_b{static_cast<int>(RegisterB::Auto)};
+std::atomic<int64_t> register_b_launch_count{0};
 std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int64_t> wide_launch_count{0};
 
@@ -2278,11 +2481,23 @@ struct TmaKernel {
   void (*kernel)(const GemmArgs<float>, const TmaMaps);
   unsigned threads;
   const char* name;
-  bool pipelined;
+  std::atomic<int64_t>* launches;  // the tests' launch counter of the kernel, if it has one
 };
 
+/// Whether the register-B kernel takes a product whose B (extent × k) it applies to. Auto: where B
+/// has at most 2048² elements. Measured (H100, TF32, 2026-11-24, `bench_gemm_cuda --tf32
+/// --register-b auto|never`, one binary, two runs each): at 1024 and 2048 it won on every product
+/// it takes (Upper·Upper forward 0.78 and 0.86 of the time, Dense·Upper 0.84 and 0.76, dB 0.87 at
+/// 2048); at 4096 it lost on all but Upper·Upper's forward (1.01; Dense·Upper 1.30, Sym·Upper 1.27,
+/// dB 1.07), and at 8192 on all (Upper·Upper 1.18). docs/structured_gemm.md, "The register-B kernel".
+bool register_b_pays(int64_t b_extent, int64_t k) {
+  const RegisterB setting = register_b();
+  return setting == RegisterB::Always || (setting == RegisterB::Auto && b_extent * k <= int64_t(2048) * 2048);
+}
+
 template <class Cfg>
-TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& b, uint32_t has, Tf32Loop loop) {
+TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& b, uint32_t has, Tf32Loop loop,
+                         int64_t k_extent) {
   auto triangular = [](const OperandView<float>& v) {
     return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
   };
@@ -2297,7 +2512,12 @@ TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& 
   // and 4096, 2026-11-23; docs/structured_gemm.md).
   if (deep && any_triangular && loop == Tf32Loop::Auto)
     return {structured_gemm_pipelined_kernel<Cfg>, Cfg::kThreads + kProducerThreads,
-            "structured_gemm_pipelined_kernel", true};
+            "structured_gemm_pipelined_kernel", &pipelined_launch_count};
+  // Its register-B form where A comes directly and B, k-major, raw (neither Symmetric: those
+  // have both maps).
+  if (has == (kADirect | kBRaw) && any_triangular && loop == Tf32Loop::Auto && register_b_pays(b.extent, k_extent))
+    return {structured_gemm_pipelined_kernel<Cfg, true>, Cfg::kThreads + kProducerThreads,
+            "structured_gemm_pipelined_kernel (register B)", &register_b_launch_count};
   // A triangular operand's diagonal-crossing steps by TMA too (kDiag), except where both operands
   // are k-major (one of them stays on the register stager; measured slower).
   const bool diag = any_triangular && full_tma(loop) && !(a.layout == Layout::KMajor && b.layout == Layout::KMajor);
@@ -2312,7 +2532,7 @@ TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& 
                 : a_tma && b_tma         ? structured_gemm_tma_kernel<Cfg, true, true>
                 : a_tma                  ? structured_gemm_tma_kernel<Cfg, true, false>
                                          : structured_gemm_tma_kernel<Cfg, false, true>;
-  return {kernel, Cfg::kThreads, "structured_gemm_tma_kernel", false};
+  return {kernel, Cfg::kThreads, "structured_gemm_tma_kernel", nullptr};
 }
 
 /// Whether product `p`, with `items` wide-tile items, runs on the wide kernel (where both
@@ -2381,10 +2601,10 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
       return;
     }
     if (a_tma || b_tma) {
-      const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop());
+      const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop(), p.k);
       chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH(chosen.name);
-      if (chosen.pipelined) pipelined_launch_count.fetch_add(1, std::memory_order_relaxed);
+      if (chosen.launches != nullptr) chosen.launches->fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
@@ -2452,10 +2672,30 @@ std::unique_ptr<Storage> relayout_operand(const GemmProblem& p, bool is_b, int d
   return copy;
 }
 
-/// The wgmma product, on outer-major copies of its operands where relayout_pays. The copies
-/// go back to the caching allocator at scope end, behind the product on the same stream.
+/// Whether the register-B kernel takes product `p` (A copied outer-major first where a_copied)
+/// with B as it lies, so that B needs no copy: A outer-major and B k-major, neither Symmetric (a
+/// copied Symmetric A is Dense), one of them Upper or Lower, both with TMA maps (16-byte aligned;
+/// relayout_pays has checked the extents), on the default loop. Under forced relayout
+/// (OperandRelayout::Always, for the tests and the benchmark) B is still copied, unless the kernel
+/// is forced too (RegisterB::Always).
+bool register_b_replaces_copy(const GemmProblem& p, bool a_copied) {
+  const RegisterB setting = register_b();
+  if (!register_b_pays(p.n, p.k) || tf32_loop() != Tf32Loop::Auto) return false;
+  if (operand_relayout() == OperandRelayout::Always && setting != RegisterB::Always) return false;
+  auto triangular = [](OperandKind kind) { return kind == OperandKind::Upper || kind == OperandKind::Lower; };
+  auto aligned = [](const void* data, int64_t ld) { return reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % 4 == 0; };
+  const OperandKind a_kind = a_copied && p.a.kind == OperandKind::Symmetric ? OperandKind::Dense : p.a.kind;
+  const bool a_outer_major = a_copied || (p.a.kind != OperandKind::Symmetric && !p.a.trans && aligned(p.a_data, p.lda));
+  const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans && aligned(p.b_data, p.ldb);
+  return a_outer_major && b_k_major && (triangular(a_kind) || triangular(p.b.kind));
+}
+
+/// The wgmma product, on outer-major copies of its operands where relayout_pays (B not where the
+/// register-B kernel reads it as it lies). The copies go back to the caching allocator at scope
+/// end, behind the product on the same stream.
 void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
-  const bool relayout_a = relayout_pays(p, false), relayout_b = relayout_pays(p, true);
+  const bool relayout_a = relayout_pays(p, false);
+  const bool relayout_b = relayout_pays(p, true) && !register_b_replaces_copy(p, relayout_a);
   if (!relayout_a && !relayout_b) return launch_with<ConfigTf32Wgmma>(p, cached, device);
   GemmProblem q = p;
   std::unique_ptr<Storage> copy_a, copy_b;
@@ -2496,6 +2736,12 @@ OperandRelayout operand_relayout() { return static_cast<OperandRelayout>(current
 int64_t relayout_copies() { return relayout_copy_count.load(); }
 
 int64_t pipelined_launches() { return pipelined_launch_count.load(); }
+
+void set_register_b(RegisterB setting) { current_register_b.store(static_cast<int>(setting)); }
+
+RegisterB register_b() { return static_cast<RegisterB>(current_register_b.load()); }
+
+int64_t register_b_launches() { return register_b_launch_count.load(); }
 
 void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
 

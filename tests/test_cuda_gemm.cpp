@@ -238,6 +238,7 @@ class ScopedTf32 {
     sg::set_matmul_precision(sg::Precision::Float32);
     cu::set_tf32_loop(cu::Tf32Loop::Auto);
     cu::set_operand_relayout(cu::OperandRelayout::Auto);
+    cu::set_register_b(cu::RegisterB::Auto);
   }
   ScopedTf32(const ScopedTf32&) = delete;
   ScopedTf32& operator=(const ScopedTf32&) = delete;
@@ -419,6 +420,81 @@ TEST(CudaGemmPipelined, BarrierPerStepAblationMatchesTheReferenceOnCopiedOperand
   const int64_t launches = cu::pipelined_launches();
   for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
   EXPECT_EQ(cu::pipelined_launches(), launches);
+}
+
+TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
+  // The register-B kernel (the tile computed transposed, op(B)ᵀ as wgmma's register operand from
+  // B's raw copies) takes exactly the wgmma products whose A comes by direct copies and whose B is
+  // k-major, neither Symmetric, one Upper or Lower, on the default loop and not when turned off,
+  // on Auto where B has at most 2048² elements;
+  // each product matches the reference either way. Sizes with edge tiles and a last k-step that is
+  // not whole (300), split tiles (640: the transposed accumulators through the partial-tile path),
+  // a rectangular Dense A, the diagonal-crossing steps of both operands (structural zeros written
+  // into A's tile and B's raw tile, the storage beyond them random), and the products whose other
+  // operand relayout copies first (Aᵀ·G, Sym·Upper: A copied, B read as it lies).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false};
+  const Variant upper{OperandKind::Upper, false};
+  const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  const ScopedTf32 tf32;
+  struct Case {
+    GemmProblem p;
+    cu::OperandRelayout relayout;
+    cu::RegisterB setting;
+    bool register_b;  // on the default loop
+    int64_t copies;   // relayout copies then
+  };
+  const auto never = cu::OperandRelayout::Never, always = cu::OperandRelayout::Always;
+  const auto on = cu::RegisterB::Auto, forced = cu::RegisterB::Always, off = cu::RegisterB::Never;
+  std::vector<Case> cases;
+  for (int64_t n : {300, 640}) {
+    cases.push_back({square(n, upper, upper, OutputMask::Upper), never, on, true, 0});  // Upper·Upper forward
+    cases.push_back({square(n, dense, upper, OutputMask::Full), never, on, true, 0});
+    cases.push_back({square(n, upper, dense, OutputMask::Full), never, on, true, 0});
+    cases.push_back({square(n, lower, upper, OutputMask::Full), never, on, true, 0});
+    cases.push_back({square(n, upper, lower, OutputMask::Full), never, on, true, 0});
+    cases.push_back({square(n, dense, lower, OutputMask::Full), never, on, true, 0});
+    cases.push_back({square(n, upper, upper, OutputMask::Upper), never, off, false, 0});
+    cases.push_back({square(n, upper, upper, OutputMask::Upper), always, on, false, 1});  // B copied: forced relayout
+    cases.push_back({square(n, upper, upper, OutputMask::Upper), always, forced, true, 0});
+    cases.push_back({square(n, lower_t, upper, OutputMask::Upper), never, on, false, 0});   // dB: A k-major
+    cases.push_back({square(n, lower_t, upper, OutputMask::Upper), always, forced, true, 1});  // A copied
+    cases.push_back({square(n, lower_t, dense, OutputMask::Full), always, forced, true, 1});  // dB of Upper·Dense
+    cases.push_back({square(n, symmetric, upper, OutputMask::Full), never, on, false, 0});  // A has a raw map too
+    cases.push_back({square(n, symmetric, upper, OutputMask::Full), always, forced, true, 1});
+    cases.push_back({square(n, upper, symmetric, OutputMask::Full), never, on, false, 0});
+    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), never, on, false, 0});  // dA: B outer-major
+    cases.push_back({square(n, dense, dense, OutputMask::Full), never, on, false, 0});     // no triangle
+  }
+  GemmProblem rectangular = square(300, dense, upper, OutputMask::Full);
+  rectangular.m = 520;
+  cases.push_back({rectangular, never, on, true, 0});
+  // Auto takes it where B has at most 2048² elements: not for a 2560² B, unless forced.
+  GemmProblem wide_b = square(2560, dense, upper, OutputMask::Full);
+  wide_b.m = 130;
+  cases.push_back({wide_b, never, on, false, 0});
+  cases.push_back({wide_b, never, forced, true, 0});
+  // Everything on Auto at 2048: relayout copies A of Aᵀ·G (dB) and not B; the forward copies
+  // nothing.
+  cases.push_back({square(2048, lower_t, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, true, 1});
+  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, true, 0});
+  if (!wgmma_loop_runs())
+    GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
+  std::mt19937_64 rng(13);
+  for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
+    cu::set_tf32_loop(loop);
+    for (const Case& c : cases) {
+      cu::set_operand_relayout(c.relayout);
+      cu::set_register_b(c.setting);
+      const int64_t launches = cu::register_b_launches(), copies = cu::relayout_copies();
+      SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+      const bool expected = c.register_b && loop == cu::Tf32Loop::Auto;
+      EXPECT_EQ(cu::register_b_launches() - launches, expected ? 1 : 0) << describe(c.p, sg::kFloat32);
+      if (loop == cu::Tf32Loop::Auto)
+        EXPECT_EQ(cu::relayout_copies() - copies, c.copies) << describe(c.p, sg::kFloat32);
+    }
+  }
 }
 
 TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
