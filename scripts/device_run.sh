@@ -92,6 +92,10 @@ if has bench; then
   timeout 100 $build/bench/bench_gemm_cuda --tf32 --wide never --n 1024,4096 \
     --csv "$OUT/bench_gemm_cuda_tf32_wide_never.csv" > "$OUT/bench_gemm_cuda_tf32_wide_never.txt" 2>&1
   note "bench_gemm_cuda --tf32 --wide never rc=$?"
+  # And without the register-B kernel (its products on the raw ring or relayout, as before).
+  timeout 100 $build/bench/bench_gemm_cuda --tf32 --register-b never --n ${SG_BENCH_N:-1024,2048,4096} \
+    --csv "$OUT/bench_gemm_cuda_tf32_register_b_never.csv" > "$OUT/bench_gemm_cuda_tf32_register_b_never.txt" 2>&1
+  note "bench_gemm_cuda --tf32 --register-b never rc=$?"
   # And with relayout off and forced on (docs/structured_gemm.md, "Relayout": the Auto table's data).
   for mode in never always; do
     timeout 100 $build/bench/bench_gemm_cuda --tf32 --relayout $mode --n ${SG_BENCH_N:-1024,2048,4096} \
