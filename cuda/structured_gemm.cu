@@ -2241,18 +2241,24 @@ int blocks_per_sm_of() {
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 3, true>),
                                reinterpret_cast<const void*>(structured_gemm_tma_kernel<Cfg, true, true, 2, false, true>),
-                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>),
-                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg, true>)}) {
+                               reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>)}) {
       SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
       // The plan's slots: the fewest blocks per SM of any of the config's kernels.
-      const bool pipelined = kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>) ||
-                             kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg, true>);
+      const bool pipelined = kernel == reinterpret_cast<const void*>(structured_gemm_pipelined_kernel<Cfg>);
       int tma_blocks = 0;
       SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
           &tma_blocks, kernel, Cfg::kThreads + (pipelined ? kProducerThreads : 0), Cfg::kDynamicSmemTma));
       blocks = blocks == 0 ? tma_blocks : std::min(blocks, tma_blocks);
     }
   }
+  if constexpr (Cfg::kWgmma)
+    // Not in the minimum: the register-B kernel, at 112 registers, fits one block per SM (Nsight
+    // Compute: block limit by registers 1; two blocks of nine warps put five warps on one SM
+    // sub-partition, 5 · 32 · 112 > 16384 registers), and the plans stay made for the others'
+    // two. At the 96 that two blocks allow, ptxas serializes its wgmma instructions
+    // (docs/structured_gemm.md, "The register-B kernel").
+    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_pipelined_kernel<Cfg, true>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
   if constexpr (std::is_same<Cfg, ConfigTf32Wgmma>::value)  // the wide kernel runs from the same plans
     SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        WideConfig::kDynamicSmem));
@@ -2485,14 +2491,15 @@ struct TmaKernel {
 };
 
 /// Whether the register-B kernel takes a product whose B (extent × k) it applies to. Auto: where B
-/// has at most 2048² elements. Measured (H100, TF32, 2026-11-24, `bench_gemm_cuda --tf32
-/// --register-b auto|never`, one binary, two runs each): at 1024 and 2048 it won on every product
-/// it takes (Upper·Upper forward 0.78 and 0.86 of the time, Dense·Upper 0.84 and 0.76, dB 0.87 at
-/// 2048); at 4096 it lost on all but Upper·Upper's forward (1.01; Dense·Upper 1.30, Sym·Upper 1.27,
-/// dB 1.07), and at 8192 on all (Upper·Upper 1.18). docs/structured_gemm.md, "The register-B kernel".
+/// has at most 1024² elements. Measured (H100, TF32, 2026-11-24, `bench_gemm_cuda --tf32
+/// --register-b always|never`, one binary, two runs each, the plans made for two blocks per SM
+/// while this kernel fits one): at 512 and 1024 it won on the products it takes (Upper·Upper
+/// forward 0.73 and 0.83 of the time, Upper·Dense 0.88 and 0.82); at 2048 it won on Upper·Upper
+/// (0.96) and dB (0.94) but lost on Dense·Upper (1.10) and Upper·Dense (1.05); from 4096 on it
+/// lost (Dense·Upper 1.30). docs/structured_gemm.md, "The register-B kernel".
 bool register_b_pays(int64_t b_extent, int64_t k) {
   const RegisterB setting = register_b();
-  return setting == RegisterB::Always || (setting == RegisterB::Auto && b_extent * k <= int64_t(2048) * 2048);
+  return setting == RegisterB::Always || (setting == RegisterB::Auto && b_extent * k <= int64_t(1024) * 1024);
 }
 
 template <class Cfg>
