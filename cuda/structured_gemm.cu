@@ -519,6 +519,13 @@ __device__ __forceinline__ bool crosses_diagonal(Pattern pattern, int outer0, in
                                              : false;
 }
 
+/// Whether the k-step at k0 of an operand copied whole (tile rows from outer0) needs its
+/// structural zeros written: it crosses the diagonal and the storage does not hold them.
+template <class Cfg>
+__device__ __forceinline__ bool needs_structural_zeros(const OperandView<float>& v, int outer0, int k0) {
+  return !v.zeros_stored && crosses_diagonal<Cfg>(v.pattern, outer0, k0);
+}
+
 /// Writes the structural zeros into a wgmma tile that a direct copy brought whole (the storage
 /// outside a structure holds anything), and with kLimitK zeros at k >= k_limit too (a k-range
 /// that ends inside the step). Each of the kThreads threads rewrites 4 of the tile's 1024
@@ -1514,8 +1521,8 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
 #pragma unroll 1
   for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
     mbarrier_wait(full + stage, round & 1);
-    if ((!args.a.zeros_stored && crosses_diagonal<Cfg>(args.a.pattern, row0, k0)) ||
-        (!args.b.zeros_stored && crosses_diagonal<Cfg>(args.b.pattern, col0, k0)) || k0 + Cfg::kKStep > item.k_end) {
+    if (needs_structural_zeros<Cfg>(args.a, row0, k0) || needs_structural_zeros<Cfg>(args.b, col0, k0) ||
+        k0 + Cfg::kKStep > item.k_end) {
       zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
       zero_outside_structure<Cfg, true>(b_tiles[stage], args.b.pattern, col0, k0, item.k_end);
       fence_shared_for_async_proxy();
@@ -1551,8 +1558,8 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
 // 128-byte swizzle (chunk c of row k at c ^ (k mod 8), k mod 8 = t or t + 4) puts on 8 distinct
 // chunk positions: 32 distinct banks.
 // Each k-step is issued as two wgmma groups of two k8 slices, so that a thread keeps the
-// fragments of at most two groups alive (16 registers: the accumulators take 64 of the 112 that
-// two blocks of 288 threads allow).
+// fragments of at most two groups alive (16 registers beside the 64 accumulators). At the
+// kernel's 112 registers one block fits per SM (blocks_per_sm_of).
 
 /// The register-B kernel's accumulators as write_tile sees them: the transposed tile,
 /// acc_t[j][i] = the wgmma accumulator acc[i][j], whose wgmma row (see above) is output column
@@ -1642,8 +1649,8 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
   for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
     mbarrier_wait(full + stage, round & 1);
     const bool ends = k0 + Cfg::kKStep > item.k_end;
-    const bool zero_a = (!args.a.zeros_stored && crosses_diagonal<Cfg>(args.a.pattern, row0, k0)) || ends;
-    const bool zero_b = (!args.b.zeros_stored && crosses_diagonal<Cfg>(args.b.pattern, col0, k0)) || ends;
+    const bool zero_a = needs_structural_zeros<Cfg>(args.a, row0, k0) || ends;
+    const bool zero_b = needs_structural_zeros<Cfg>(args.b, col0, k0) || ends;
     if (zero_a || zero_b) {
       if (zero_a) zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
       if (zero_b) zero_raw_outside_structure<Cfg>(b_raw[stage], args.b.pattern, col0, k0, item.k_end);
