@@ -1483,9 +1483,31 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 constexpr int kPipelineStages = 3;
 constexpr int kProducerThreads = 32;
 
-// The producer: thread 0 of the warp after the consumer warpgroups. kRegisterB: B's steps come
-// as they lie (k-major), four 32 × 32 boxes of its raw map into the raw tile layout of RawRing.
-template <class Cfg, bool kRegisterB>
+// The ring's mbarriers: full[s] completes with the producer's arrive.expect_tx and the copies'
+// bytes, empty[s] with one arrival per consumer warpgroup.
+__device__ __forceinline__ void init_pipeline_barriers(uint64_t* full, uint64_t* empty) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kPipelineStages; ++s) {
+      mbarrier_init(full + s, 1);
+      mbarrier_init(empty + s, 2);
+    }
+  }
+}
+
+// One k-step's copies for the register-B kernel (below): A's direct tile, and B's step as it lies
+// (k-major), four 32 × 32 boxes of its raw map into the raw tile layout of RawRing.
+template <class Cfg>
+__device__ __forceinline__ void issue_register_b_step(const TmaMaps& maps, int k0, int row0, int col0, float* a_tile,
+                                                      float* b_raw, uint64_t* full) {
+  mbarrier_arrive_expect_tx(full, 2 * Cfg::kTileBytes);
+  tma_load_tile(a_tile, &maps.a, k0, row0, full);
+#pragma unroll
+  for (int q = 0; q < Cfg::kTile / 32; ++q)
+    tma_load_tile(b_raw + q * 32 * Cfg::kKStep, &maps.b_raw, col0 + 32 * q, k0, full);
+}
+
+// The producer: thread 0 of the warp after the consumer warpgroups.
+template <class Cfg>
 __device__ __forceinline__ void produce_steps(const TmaMaps& maps, const GemmWorkItem& item, int row0, int col0,
                                               float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                               float (*b_tiles)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
@@ -1497,13 +1519,7 @@ __device__ __forceinline__ void produce_steps(const TmaMaps& maps, const GemmWor
     if (round > 0) mbarrier_wait(empty + stage, (round - 1) & 1);
     mbarrier_arrive_expect_tx(full + stage, 2 * Cfg::kTileBytes);
     tma_load_tile(a_tiles[stage], &maps.a, k0, row0, full + stage);
-    if constexpr (kRegisterB) {
-#pragma unroll
-      for (int q = 0; q < Cfg::kTile / 32; ++q)
-        tma_load_tile(b_tiles[stage] + q * 32 * Cfg::kKStep, &maps.b_raw, col0 + 32 * q, k0, full + stage);
-    } else {
-      tma_load_tile(b_tiles[stage], &maps.b, k0, col0, full + stage);
-    }
+    tma_load_tile(b_tiles[stage], &maps.b, k0, col0, full + stage);
     if (++stage == kPipelineStages) stage = 0, ++round;
   }
 }
@@ -1540,7 +1556,7 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
   wgmma_fence_operands(acc);
 }
 
-// ---- the register-B form of the pipelined kernel ----------------------------------------------
+// ---- the register-B kernel: the pipelined kernel's ring, the tile computed transposed -----------
 // Products whose A comes by direct copies and whose B is k-major in memory (B not transposed:
 // every forward product), one of them Upper or Lower. TF32 wgmma reads K-major operands only
 // from shared memory, and a k-major B is not one; but wgmma's A operand may come from registers,
@@ -1558,8 +1574,13 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
 // 128-byte swizzle (chunk c of row k at c ^ (k mod 8), k mod 8 = t or t + 4) puts on 8 distinct
 // chunk positions: 32 distinct banks.
 // Each k-step is issued as two wgmma groups of two k8 slices, so that a thread keeps the
-// fragments of at most two groups alive (16 registers beside the 64 accumulators). At the
-// kernel's 112 registers one block fits per SM (blocks_per_sm_of).
+// fragments of at most two groups alive (16 registers beside the 64 accumulators).
+// The kernel has no producer warp: thread 0 issues the copies, two steps ahead, from inside the
+// consumer loop. The block is then the two warpgroups, eight warps, and two blocks fit per SM at
+// up to 128 registers. With a ninth (producer) warp two blocks fit only at 96 registers, at which
+// ptxas serializes the wgmma instructions; at 112, one block per SM (Nsight Compute, 2026-11-24:
+// registers are allocated per SM sub-partition, 16384 each, room for four warps of 112, and two
+// blocks of nine warps need five on some sub-partition).
 
 /// The register-B kernel's accumulators as write_tile sees them: the transposed tile,
 /// acc_t[j][i] = the wgmma accumulator acc[i][j], whose wgmma row (see above) is output column
@@ -1626,13 +1647,21 @@ __device__ __forceinline__ void load_register_b(const float* raw, const int (&of
 // fragments f0; half 1: slices 2, 3 from f1). After issuing a group, each warpgroup waits for the
 // one before it; after half 0 that is the previous step's last, so its buffer goes back.
 template <class Cfg>
-__device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& args, const GemmWorkItem& item,
-                                                         int row0, int col0,
+__device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& args, const TmaMaps& maps,
+                                                         const GemmWorkItem& item, int row0, int col0,
                                                          float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                          float (*b_raw)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
                                                          uint64_t* empty, float (&acc)[2][32]) {
   using Out = ConfigTf32WgmmaRegisterB;
   const bool signals = (threadIdx.x & 127) == 0;
+  const bool producer = threadIdx.x == 0;
+  // The first kPipelineStages − 1 steps' copies; step t + 2's is issued during step t (below).
+  if (producer) {
+#pragma unroll 1
+    for (int s = 0, k0 = item.k_begin; s < kPipelineStages - 1 && k0 < item.k_end; ++s, k0 += Cfg::kKStep)
+      issue_register_b_step<Cfg>(maps, k0, row0, col0, a_tiles[s], b_raw[s], full + s);
+  }
+  int ahead_stage = kPipelineStages - 1, ahead_round = 0;  // the buffer of step t + 2
   const int t = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, col = Out::col_base();  // col: tile column
   // offset[h][kk]: the raw tile index of this thread's column col + 4h at k = t + 4kk (slice 0).
   int offset[2][2];
@@ -1670,6 +1699,14 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
     keep_fragments(f1);
     if (signals && released >= 0) mbarrier_arrive(empty + released);
     released = stage;
+    // Step t + 2 goes into the buffer of step t − 1, once both warpgroups have released it.
+    const int k_ahead = k0 + (kPipelineStages - 1) * Cfg::kKStep;
+    if (producer && k_ahead < item.k_end) {
+      if (ahead_round > 0) mbarrier_wait(empty + ahead_stage, (ahead_round - 1) & 1);
+      issue_register_b_step<Cfg>(maps, k_ahead, row0, col0, a_tiles[ahead_stage], b_raw[ahead_stage],
+                                 full + ahead_stage);
+    }
+    if (++ahead_stage == kPipelineStages) ahead_stage = 0, ++ahead_round;
     // Half 1.
     load_register_b(b_raw[stage], offset, 1, f1);
     wgmma_fence_operands(acc);
@@ -1687,8 +1724,8 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
   keep_fragments(f1);
 }
 
-template <class Cfg, bool kRegisterB = false>
-__global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads) __maxnreg__(kRegisterB ? 112 : 96)
+template <class Cfg>
+__global__ void __maxnreg__(96)
     structured_gemm_pipelined_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
   static_assert(Cfg::kWgmma && kPipelineStages * 2 * Cfg::kTileBytes + 1024 <= Cfg::kDynamicSmemTma,
                 "the ring fits the TMA kernels' dynamic shared memory");
@@ -1702,16 +1739,10 @@ __global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads) __maxnreg__(
 
   const GemmWorkItem item = args.items[blockIdx.x];
   const int row0 = item.tile_row * Cfg::kTile, col0 = item.tile_col * Cfg::kTile;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kPipelineStages; ++s) {
-      mbarrier_init(full + s, 1);   // the producer's arrive.expect_tx
-      mbarrier_init(empty + s, 2);  // one arrival per consumer warpgroup
-    }
-  }
+  init_pipeline_barriers(full, empty);
   __syncthreads();  // the last block-wide barrier: the producer warp leaves after its copies
   if (threadIdx.x >= Cfg::kThreads) {
-    if (threadIdx.x == Cfg::kThreads)
-      produce_steps<Cfg, kRegisterB>(maps, item, row0, col0, a_tiles, b_tiles, full, empty);
+    if (threadIdx.x == Cfg::kThreads) produce_steps<Cfg>(maps, item, row0, col0, a_tiles, b_tiles, full, empty);
     return;
   }
   float acc[Cfg::kPerRow][Cfg::kPerCol];
@@ -1719,20 +1750,40 @@ __global__ void __launch_bounds__(Cfg::kThreads + kProducerThreads) __maxnreg__(
   for (int i = 0; i < Cfg::kPerRow; ++i)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = 0.0f;
-  if constexpr (kRegisterB) {
-    if (item.k_begin < item.k_end)
-      consume_steps_register_b<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
-    float acc_t[Cfg::kPerCol][Cfg::kPerRow];  // the transposed tile's accumulators
+  if (item.k_begin < item.k_end) consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
+  write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
+}
+
+// The register-B kernel: the two consumer warpgroups only (thread 0 issues the copies), two blocks
+// per SM.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 2)
+    structured_gemm_register_b_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
+  constexpr int kKStep = Cfg::kKStep, kStride = Cfg::kStride;
+  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+  auto* a_tiles = reinterpret_cast<float(*)[kKStep * kStride]>(base);
+  auto* b_raw = reinterpret_cast<float(*)[kKStep * kStride]>(base + kPipelineStages * Cfg::kTileBytes);
+  __shared__ uint64_t full[kPipelineStages], empty[kPipelineStages];
+  __shared__ int last_chunk;
+
+  const GemmWorkItem item = args.items[blockIdx.x];
+  const int row0 = item.tile_row * Cfg::kTile, col0 = item.tile_col * Cfg::kTile;
+  init_pipeline_barriers(full, empty);
+  __syncthreads();
+  float acc[Cfg::kPerRow][Cfg::kPerCol];
 #pragma unroll
-    for (int i = 0; i < Cfg::kPerRow; ++i)
+  for (int i = 0; i < Cfg::kPerRow; ++i)
 #pragma unroll
-      for (int j = 0; j < Cfg::kPerCol; ++j) acc_t[j][i] = acc[i][j];
-    write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
-  } else {
-    if (item.k_begin < item.k_end)
-      consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
-    write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
-  }
+    for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = 0.0f;
+  if (item.k_begin < item.k_end)
+    consume_steps_register_b<Cfg>(args, maps, item, row0, col0, a_tiles, b_raw, full, empty, acc);
+  float acc_t[Cfg::kPerCol][Cfg::kPerRow];  // the transposed tile's accumulators
+#pragma unroll
+  for (int i = 0; i < Cfg::kPerRow; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::kPerCol; ++j) acc_t[j][i] = acc[i][j];
+  write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
 }
 
 // =============================================================================================
@@ -2255,14 +2306,15 @@ int blocks_per_sm_of() {
       blocks = blocks == 0 ? tma_blocks : std::min(blocks, tma_blocks);
     }
   }
-  if constexpr (Cfg::kWgmma)
-    // Not in the minimum: the register-B kernel, at 112 registers, fits one block per SM (Nsight
-    // Compute: block limit by registers 1; two blocks of nine warps put five warps on one SM
-    // sub-partition, 5 · 32 · 112 > 16384 registers), and the plans stay made for the others'
-    // two. At the 96 that two blocks allow, ptxas serializes its wgmma instructions
-    // (docs/structured_gemm.md, "The register-B kernel").
-    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_pipelined_kernel<Cfg, true>,
+  if constexpr (Cfg::kWgmma) {
+    // The register-B kernel: two warpgroups, no producer warp.
+    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_register_b_kernel<Cfg>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDynamicSmemTma));
+    int register_b_blocks = 0;
+    SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &register_b_blocks, structured_gemm_register_b_kernel<Cfg>, Cfg::kThreads, Cfg::kDynamicSmemTma));
+    blocks = blocks == 0 ? register_b_blocks : std::min(blocks, register_b_blocks);
+  }
   if constexpr (std::is_same<Cfg, ConfigTf32Wgmma>::value)  // the wide kernel runs from the same plans
     SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        WideConfig::kDynamicSmem));
@@ -2494,21 +2546,16 @@ struct TmaKernel {
   std::atomic<int64_t>* launches;  // the tests' launch counter of the kernel, if it has one
 };
 
-/// Whether the register-B kernel takes a product whose B (extent × k) it applies to. Auto: where B
-/// has at most 1024² elements. Measured (H100, TF32, 2026-11-24, `bench_gemm_cuda --tf32
-/// --register-b always|never`, one binary, two runs each, the plans made for two blocks per SM
-/// while this kernel fits one): at 512 and 1024 it won on the products it takes (Upper·Upper
-/// forward 0.73 and 0.83 of the time, Upper·Dense 0.88 and 0.82); at 2048 it won on Upper·Upper
-/// (0.96) and dB (0.94) but lost on Dense·Upper (1.10) and Upper·Dense (1.05); from 4096 on it
-/// lost (Dense·Upper 1.30). docs/structured_gemm.md, "The register-B kernel".
-bool register_b_pays(int64_t b_extent, int64_t k) {
-  const RegisterB setting = register_b();
-  return setting == RegisterB::Always || (setting == RegisterB::Auto && b_extent * k <= int64_t(1024) * 1024);
-}
+/// Whether the register-B kernel takes the products it applies to: on Auto and Always. Measured
+/// (H100, TF32, 2026-11-24, `bench_gemm_cuda --tf32 --register-b always|never`, one binary, two
+/// runs each, alternating), since the kernel fits two blocks per SM: it won or tied on every
+/// product it takes at 512 … 8192 — Upper·Upper forward 0.76 of the time at 512, 0.88 at 4096
+/// (0.131 against 0.150 ms), 0.92 at 8192; Upper·Dense 0.87–0.93; Dense·Upper 0.91–1.01; dB
+/// 0.87–0.92 from 2048 on. docs/structured_gemm.md, "The register-B kernel".
+bool register_b_on() { return register_b() != RegisterB::Never; }
 
 template <class Cfg>
-TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& b, uint32_t has, Tf32Loop loop,
-                         int64_t k_extent) {
+TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& b, uint32_t has, Tf32Loop loop) {
   auto triangular = [](const OperandView<float>& v) {
     return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
   };
@@ -2524,11 +2571,11 @@ TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& 
   if (deep && any_triangular && loop == Tf32Loop::Auto)
     return {structured_gemm_pipelined_kernel<Cfg>, Cfg::kThreads + kProducerThreads,
             "structured_gemm_pipelined_kernel", &pipelined_launch_count};
-  // Its register-B form where A comes directly and B, k-major, raw (neither Symmetric: those
+  // The register-B kernel where A comes directly and B, k-major, raw (neither Symmetric: those
   // have both maps).
-  if (has == (kADirect | kBRaw) && any_triangular && loop == Tf32Loop::Auto && register_b_pays(b.extent, k_extent))
-    return {structured_gemm_pipelined_kernel<Cfg, true>, Cfg::kThreads + kProducerThreads,
-            "structured_gemm_pipelined_kernel (register B)", &register_b_launch_count};
+  if (has == (kADirect | kBRaw) && any_triangular && loop == Tf32Loop::Auto && register_b_on())
+    return {structured_gemm_register_b_kernel<Cfg>, Cfg::kThreads,
+            "structured_gemm_register_b_kernel", &register_b_launch_count};
   // A triangular operand's diagonal-crossing steps by TMA too (kDiag), except where both operands
   // are k-major (one of them stays on the register stager; measured slower).
   const bool diag = any_triangular && full_tma(loop) && !(a.layout == Layout::KMajor && b.layout == Layout::KMajor);
@@ -2612,7 +2659,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
       return;
     }
     if (a_tma || b_tma) {
-      const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop(), p.k);
+      const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop());
       chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH(chosen.name);
       if (chosen.launches != nullptr) chosen.launches->fetch_add(1, std::memory_order_relaxed);
@@ -2691,7 +2738,7 @@ std::unique_ptr<Storage> relayout_operand(const GemmProblem& p, bool is_b, int d
 /// is forced too (RegisterB::Always).
 bool register_b_replaces_copy(const GemmProblem& p, bool a_copied) {
   const RegisterB setting = register_b();
-  if (!register_b_pays(p.n, p.k) || tf32_loop() != Tf32Loop::Auto) return false;
+  if (!register_b_on() || tf32_loop() != Tf32Loop::Auto) return false;
   if (operand_relayout() == OperandRelayout::Always && setting != RegisterB::Always) return false;
   auto triangular = [](OperandKind kind) { return kind == OperandKind::Upper || kind == OperandKind::Lower; };
   auto aligned = [](const void* data, int64_t ld) { return reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % 4 == 0; };

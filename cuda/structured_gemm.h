@@ -109,12 +109,11 @@ int64_t pipelined_launches();
 
 /// Whether wgmma products whose A comes by direct copies and whose B is k-major (B not
 /// transposed: the forward products), one of them Upper or Lower and neither Symmetric, run on
-/// the register-B form of the pipelined kernel: it computes the tile transposed, Cᵀ = op(B)ᵀ·op(A)ᵀ,
-/// with op(B)ᵀ as wgmma's register operand loaded from B's raw copies, so B is neither transposed
-/// through shared memory nor copied by relayout (docs/structured_gemm.md, "The register-B
-/// kernel"). Auto: where it applies on the default loop (Tf32Loop::Auto) and B has at most 1024²
-/// elements (where it measured faster); Always: wherever it applies on the default loop, and B
-/// uncopied under OperandRelayout::Always too; Never: those products as before (the raw ring, or
+/// the register-B kernel: it computes the tile transposed, Cᵀ = op(B)ᵀ·op(A)ᵀ, with op(B)ᵀ as
+/// wgmma's register operand loaded from B's raw copies, so B is neither transposed through shared
+/// memory nor copied by relayout (docs/structured_gemm.md, "The register-B kernel"). Auto:
+/// wherever it applies on the default loop (Tf32Loop::Auto); Always: the same, and B uncopied
+/// under OperandRelayout::Always too; Never: those products as before (the raw ring, or
 /// relayout). Always and Never are for the tests and the benchmark's comparison.
 enum class RegisterB : uint8_t { Auto, Never, Always };
 void set_register_b(RegisterB setting);

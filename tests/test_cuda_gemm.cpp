@@ -425,8 +425,7 @@ TEST(CudaGemmPipelined, BarrierPerStepAblationMatchesTheReferenceOnCopiedOperand
 TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   // The register-B kernel (the tile computed transposed, op(B)ᵀ as wgmma's register operand from
   // B's raw copies) takes exactly the wgmma products whose A comes by direct copies and whose B is
-  // k-major, neither Symmetric, one Upper or Lower, on the default loop and not when turned off,
-  // on Auto where B has at most 1024² elements;
+  // k-major, neither Symmetric, one Upper or Lower, on the default loop and not when turned off;
   // each product matches the reference either way. Sizes with edge tiles and a last k-step that is
   // not whole (300), split tiles (640: the transposed accumulators through the partial-tile path),
   // a rectangular Dense A, the diagonal-crossing steps of both operands (structural zeros written
@@ -470,15 +469,15 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   GemmProblem rectangular = square(300, dense, upper, OutputMask::Full);
   rectangular.m = 520;
   cases.push_back({rectangular, never, on, true, 0});
-  // Auto takes it where B has at most 1024² elements: not for a 1280² B, unless forced.
+  // A wide B (1280², few rows of A) takes it on Auto too.
   GemmProblem wide_b = square(1280, dense, upper, OutputMask::Full);
   wide_b.m = 130;
-  cases.push_back({wide_b, never, on, false, 0});
-  cases.push_back({wide_b, never, forced, true, 0});
-  // Everything on Auto: the forward at 1024 on the kernel, no copy; at 2048 not, B copied
-  // (relayout's own rule) and the pipelined kernel.
+  cases.push_back({wide_b, never, on, true, 0});
+  // Everything on Auto: the forward on the kernel, no copy of B, where relayout's own rule would
+  // copy it (2048) and where it would not (1024); turned off, B copied at 2048.
   cases.push_back({square(1024, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, true, 0});
-  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, false, 1});
+  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, true, 0});
+  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, off, false, 1});
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(13);
