@@ -1483,6 +1483,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 constexpr int kPipelineStages = 3;
 constexpr int kProducerThreads = 32;
 
+/// The ring of the pipelined and register-B kernels in dynamic shared memory, 1024-byte aligned
+/// (the 128-byte swizzle's atoms): kPipelineStages tiles of A, then as many of B.
+template <class Cfg>
+struct PipelineRing {
+  float (*a)[Cfg::kKStep * Cfg::kStride];
+  float (*b)[Cfg::kKStep * Cfg::kStride];
+};
+template <class Cfg>
+__device__ __forceinline__ PipelineRing<Cfg> pipeline_ring() {
+  static_assert(Cfg::kWgmma && kPipelineStages * 2 * Cfg::kTileBytes + 1024 <= Cfg::kDynamicSmemTma,
+                "the ring fits the TMA kernels' dynamic shared memory");
+  using Tile = float[Cfg::kKStep * Cfg::kStride];
+  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+  return {reinterpret_cast<Tile*>(base), reinterpret_cast<Tile*>(base + kPipelineStages * Cfg::kTileBytes)};
+}
+
 // The ring's mbarriers: full[s] completes with the producer's arrive.expect_tx and the copies'
 // bytes, empty[s] with one arrival per consumer warpgroup.
 __device__ __forceinline__ void init_pipeline_barriers(uint64_t* full, uint64_t* empty) {
@@ -1727,13 +1744,9 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
 template <class Cfg>
 __global__ void __maxnreg__(96)
     structured_gemm_pipelined_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
-  static_assert(Cfg::kWgmma && kPipelineStages * 2 * Cfg::kTileBytes + 1024 <= Cfg::kDynamicSmemTma,
-                "the ring fits the TMA kernels' dynamic shared memory");
-  constexpr int kKStep = Cfg::kKStep, kStride = Cfg::kStride;
-  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
-  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
-  auto* a_tiles = reinterpret_cast<float(*)[kKStep * kStride]>(base);
-  auto* b_tiles = reinterpret_cast<float(*)[kKStep * kStride]>(base + kPipelineStages * Cfg::kTileBytes);
+  const PipelineRing<Cfg> ring = pipeline_ring<Cfg>();
+  auto* a_tiles = ring.a;
+  auto* b_tiles = ring.b;
   __shared__ uint64_t full[kPipelineStages], empty[kPipelineStages];
   __shared__ int last_chunk;
 
@@ -1759,11 +1772,9 @@ __global__ void __maxnreg__(96)
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 2)
     structured_gemm_register_b_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
-  constexpr int kKStep = Cfg::kKStep, kStride = Cfg::kStride;
-  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
-  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
-  auto* a_tiles = reinterpret_cast<float(*)[kKStep * kStride]>(base);
-  auto* b_raw = reinterpret_cast<float(*)[kKStep * kStride]>(base + kPipelineStages * Cfg::kTileBytes);
+  const PipelineRing<Cfg> ring = pipeline_ring<Cfg>();
+  auto* a_tiles = ring.a;
+  auto* b_raw = ring.b;  // B's steps as they lie (RawRing's tile layout)
   __shared__ uint64_t full[kPipelineStages], empty[kPipelineStages];
   __shared__ int last_chunk;
 
