@@ -87,7 +87,7 @@ struct TmaMaps {
   CUtensorMap a, b, a_raw, b_raw;
   uint32_t has;
 };
-enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8 };
+enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8, kBRawBlocks = 16 };
 /// The other configs' stand-in in the shared block body (their kernels take no maps).
 struct NoTmaMaps {};
 template <class Cfg>
@@ -524,6 +524,17 @@ __device__ __forceinline__ bool crosses_diagonal(Pattern pattern, int outer0, in
 template <class Cfg>
 __device__ __forceinline__ bool needs_structural_zeros(const OperandView<float>& v, int outer0, int k0) {
   return !v.zeros_stored && crosses_diagonal<Cfg>(v.pattern, outer0, k0);
+}
+
+/// Copies the 3-D box of `map` at (`x`, `y`, `z`) into shared memory at `dst`, completing on `bar`.
+__device__ __forceinline__ void tma_load_box_3d(void* dst, const CUtensorMap* map, int x, int y, int z, uint64_t* bar) {
+#if SG_HAS_WGMMA
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          shared_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(shared_address(bar))
+      : "memory");
+#endif
 }
 
 /// Writes the structural zeros into a wgmma tile that a direct copy brought whole (the storage
@@ -1512,12 +1523,18 @@ __device__ __forceinline__ void init_pipeline_barriers(uint64_t* full, uint64_t*
 }
 
 // One k-step's copies for the register-B kernel (below): A's direct tile, and B's step as it lies
-// (k-major), four 32 × 32 boxes of its raw map into the raw tile layout of RawRing.
+// (k-major) in the raw tile layout of RawRing — one 3-D box of the column-block map
+// (encode_raw_block_map) where maps.has says so, else four 32 × 32 boxes of the raw map. The one
+// box halves the copies per step (five to two).
 template <class Cfg>
 __device__ __forceinline__ void issue_register_b_step(const TmaMaps& maps, int k0, int row0, int col0, float* a_tile,
                                                       float* b_raw, uint64_t* full) {
   mbarrier_arrive_expect_tx(full, 2 * Cfg::kTileBytes);
   tma_load_tile(a_tile, &maps.a, k0, row0, full);
+  if (maps.has & kBRawBlocks) {  // the four boxes as one (column block, k, column) box
+    tma_load_box_3d(b_raw, &maps.b_raw, 0, k0, col0 / 32, full);
+    return;
+  }
 #pragma unroll
   for (int q = 0; q < Cfg::kTile / 32; ++q)
     tma_load_tile(b_raw + q * 32 * Cfg::kKStep, &maps.b_raw, col0 + 32 * q, k0, full);
@@ -2359,6 +2376,7 @@ std::atomic<int64_t> relayout_copy_count{0};
 std::atomic<int64_t> pipelined_launch_count{0};
 std::atomic<int> current_register_b{static_cast<int>(RegisterB::Auto)};
 std::atomic<int64_t> register_b_launch_count{0};
+std::atomic<int64_t> raw_block_map_launch_count{0};
 std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int64_t> wide_launch_count{0};
 
@@ -2527,6 +2545,28 @@ void encode_tile_map(const OperandView<float>& v, int64_t k_extent, bool raw, CU
            ") for a ", v.extent, "x", k_extent, " operand with leading dimension ", v.ld);
 }
 
+/// Encodes `map` over k-major `v` (V(outer, k) at data[k·ld + outer]) as the 3-D tensor
+/// (column c, k, column block q) ↦ data[k·ld + 32q + c], whose box {32, kKStep, kTile / 32} lands
+/// in shared memory as the raw tile layout of four 32 × 32 boxes. Needs whole column blocks within
+/// each row: ld at least the extent rounded up to 32 (the columns past the extent are then read
+/// from the row's padding or the next row, and meet only output columns past n). False where
+/// that does not hold.
+bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtensorMap* map) {
+  const int64_t blocks = (v.extent + 31) / 32;
+  if (v.ld < 32 * blocks) return false;
+  const cuuint64_t dims[3] = {32, static_cast<cuuint64_t>(k_extent), static_cast<cuuint64_t>(blocks)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(v.ld) * sizeof(float), 32 * sizeof(float)};
+  const cuuint32_t box[3] = {32, ConfigTf32Wgmma::kKStep, ConfigTf32Wgmma::kTile / 32};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult result =
+      tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(v.data), dims, strides, box,
+                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  SG_CHECK(result == CUDA_SUCCESS, "structured gemm: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(result),
+           ") for the column blocks of a ", v.extent, "x", k_extent, " operand with leading dimension ", v.ld);
+  return true;
+}
+
 /// Makes an operand's TMA maps for the wgmma loop; returns which (1: direct, 2: raw). Outer-major
 /// operands get the direct map, k-major ones the raw map, Symmetric ones both (a tile's fast
 /// path lies in the stored or in the mirrored triangle); none for unaligned operands or where
@@ -2671,6 +2711,12 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
     }
     if (a_tma || b_tma) {
       const TmaKernel chosen = tma_kernel_for<Cfg>(args.a, args.b, maps.has, tf32_loop());
+      // The register-B kernel copies B's k-step as one box where B's rows hold whole column
+      // blocks (measured: docs/structured_gemm.md, "One box per k-step of B").
+      if (chosen.launches == &register_b_launch_count && encode_raw_block_map(args.b, p.k, &maps.b_raw)) {
+        maps.has |= kBRawBlocks;
+        raw_block_map_launch_count.fetch_add(1, std::memory_order_relaxed);
+      }
       chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH(chosen.name);
       if (chosen.launches != nullptr) chosen.launches->fetch_add(1, std::memory_order_relaxed);
@@ -2811,6 +2857,8 @@ void set_register_b(RegisterB setting) { current_register_b.store(static_cast<in
 RegisterB register_b() { return static_cast<RegisterB>(current_register_b.load()); }
 
 int64_t register_b_launches() { return register_b_launch_count.load(); }
+
+int64_t raw_block_map_launches() { return raw_block_map_launch_count.load(); }
 
 void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
 

@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gemm_check.h"
@@ -481,6 +482,17 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(13);
+  // B's k-step as one 3-D box where its rows hold whole 32-column blocks: n = 640; n = 300 with
+  // rows padded to 320 (columns 300…319 of the box come from the padding and meet only output
+  // columns past n); not with rows of 300 or 304 (four 2-D boxes, zero-filled past n).
+  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  for (const auto& [n, pad, one_box] : {std::tuple<int64_t, int64_t, bool>{640, 0, true}, {300, 20, true},
+                                        {300, 0, false}, {300, 4, false}}) {
+    const int64_t launches = cu::register_b_launches(), one_box_launches = cu::raw_block_map_launches();
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(n, upper, upper, OutputMask::Upper), sg::kFloat32, rng, pad);
+    EXPECT_EQ(cu::register_b_launches() - launches, 1) << "n = " << n << ", pad " << pad;
+    EXPECT_EQ(cu::raw_block_map_launches() - one_box_launches, one_box ? 1 : 0) << "n = " << n << ", pad " << pad;
+  }
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
     cu::set_tf32_loop(loop);
     for (const Case& c : cases) {
