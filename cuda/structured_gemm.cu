@@ -2158,12 +2158,16 @@ std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, i
 // dA = triu(G·Bᵀ) unchanged) — except where both operands are k-major in memory, so one of them
 // is staged through registers whatever the ring (dB = triu(Aᵀ·G): 0.258–0.266 ms → 0.215–0.224).
 // The mma.sync loop, register-staged throughout, gains on all three (Upper·Upper forward
-// 0.343–0.344 ms → 0.307–0.311).
-bool capped_split_applies(const GemmProblem& p, GemmTileConfig config) {
+// 0.343–0.344 ms → 0.307–0.311). Also where the tiles with work (`busy_tiles`) fit in one wave
+// of `slots`: no block waits for a slot, so the split's chunks all start at once and the
+// longest tile stops setting the makespan (H100, TF32, N = 2048, 2026-11-24: Dense·Upper,
+// Upper·Dense and Sym·Upper forward 0.85–0.86 of the time, Upper·Sym 0.93; nothing slower at
+// 512 and 1024; docs/structured_gemm.md, "Capped split in one wave").
+bool capped_split_applies(const GemmProblem& p, GemmTileConfig config, int64_t busy_tiles, int slots) {
   if (config != GemmTileConfig::Float32Tf32Wgmma) return true;
   const bool a_k_major = p.a.kind != OperandKind::Symmetric && p.a.trans;   // A[k][m]
   const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans;  // B[k][n]
-  return a_k_major && b_k_major;
+  return (a_k_major && b_k_major) || busy_tiles <= slots;
 }
 
 // Panel sharing in L2 (wgmma plans without split). Heaviest first puts tiles of equal cost side
@@ -2235,7 +2239,7 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
     const int64_t busy = std::count_if(tiles.begin(), tiles.end(), [](const TileWork& w) { return w.steps > 0; });
     const int chunks = busy > 0 ? static_cast<int>(std::min<int64_t>(kMaxChunks, slots / busy)) : 0;
     if (chunks >= 2) candidates.push_back({Split::Even, double(chunks)});
-    if (capped_split_applies(p, config)) candidates.push_back({Split::Capped, 0.0});
+    if (capped_split_applies(p, config, busy, slots)) candidates.push_back({Split::Capped, 0.0});
   }
   for (const Candidate& candidate : candidates) {
     std::vector<GemmWorkItem> items =

@@ -776,9 +776,28 @@ TEST(CudaGemmPlanner, LongTilesOfBothKMajorProductsAreCutToThePerSlotShare) {
   EXPECT_LE(plan.split_tiles, 64) << plan.summary();  // only the long tiles: 55 of them
   for (const auto& item : plan.items) EXPECT_LE(item.chunk_count, 2);
   EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.9) << plan.summary();
-  // The forward (A not transposed: its steps come by TMA) keeps its tiles whole.
+  // The forward (A not transposed: its steps come by TMA) keeps its tiles whole: its 528 tiles
+  // with work do not fit in one wave.
   const GemmProblem fwd = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
   EXPECT_EQ(plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2).split_tiles, 0);
+}
+
+TEST(CudaGemmPlanner, LongTilesAreCutToThePerSlotShareWhereTheTilesFitInOneWave) {
+  // Dense·Upper in TF32 at N = 2048: 256 tiles of 4 … 64 k-steps, all with work, for 264 slots.
+  // One wave, so the capped split is a candidate whatever the layouts, and the long tiles are
+  // cut to the per-slot share. At 4096 (1024 tiles) it is not, and the tiles stay whole.
+  const GemmProblem p = square(2048, {OperandKind::Dense, false}, {OperandKind::Upper, false}, OutputMask::Full);
+  const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+  int64_t total_steps = 0, longest = 0;
+  for (const auto& item : plan.items) {
+    const int64_t steps = (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step;
+    total_steps += std::max<int64_t>(steps, 0);
+    longest = std::max(longest, steps);
+  }
+  EXPECT_GT(plan.split_tiles, 0) << plan.summary();
+  EXPECT_LE(longest, std::max<int64_t>(8, (total_steps + 263) / 264)) << plan.summary();
+  const GemmProblem large = square(4096, {OperandKind::Dense, false}, {OperandKind::Upper, false}, OutputMask::Full);
+  EXPECT_EQ(plan_structured_gemm(large, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2).split_tiles, 0);
 }
 
 TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
