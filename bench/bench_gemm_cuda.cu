@@ -290,8 +290,9 @@ void Bench::run_size(int64_t n) {
   for (bool grad_b : {false, true}) {
     sg::detail::GemmProblem g;
     g.m = g.n = g.k = n;
-    g.a = {grad_b ? sg::detail::OperandKind::Lower : sg::detail::OperandKind::Upper, grad_b};
-    g.b = {grad_b ? sg::detail::OperandKind::Upper : sg::detail::OperandKind::Lower, !grad_b};
+    // The saved operand is an UpperTriangular tensor (zeros stored), G is read through C's structure.
+    g.a = {grad_b ? sg::detail::OperandKind::Lower : sg::detail::OperandKind::Upper, grad_b, grad_b};
+    g.b = {grad_b ? sg::detail::OperandKind::Upper : sg::detail::OperandKind::Lower, !grad_b, !grad_b};
     g.mask = sg::detail::OutputMask::Upper;
     g.lda = g.ldb = g.ldc = n;
     g.tf32 = options_.tf32;

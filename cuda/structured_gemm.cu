@@ -2672,8 +2672,11 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
   GemmArgs<T> args;
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
   args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
-  args.a.zeros_stored = a_relaid;
-  args.b.zeros_stored = b_relaid;
+  // A relayout copy holds its zeros, and so does an operand whose caller vouches for them (an
+  // UpperTriangular tensor: GemmOperand::zeros_stored); the kernels that copy whole tiles then
+  // skip writing them (measured: docs/structured_gemm.md, "Stored zeros trusted").
+  args.a.zeros_stored = a_relaid || p.a.zeros_stored;
+  args.b.zeros_stored = b_relaid || p.b.zeros_stored;
   TmaMaps maps{};
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();

@@ -27,6 +27,11 @@ enum class OutputMask : uint8_t { Full, Upper, Symmetric };
 struct GemmOperand {
   OperandKind kind = OperandKind::Dense;
   bool trans = false;  ///< op(X) = Xᵀ: the storage is [k, m] (for A) or [n, k] (for B)
+  /// Upper / Lower only: the caller vouches that the storage outside the structure holds exact
+  /// zeros (an UpperTriangular tensor's invariant, DESIGN §1), so a kernel that copies whole
+  /// tiles may use those zeros instead of writing its own. False for a buffer read through a
+  /// structure (an unprojected gradient): its other triangle holds anything.
+  bool zeros_stored = false;
 };
 
 /// A fully resolved product on raw row-major buffers (what a kernel receives).

@@ -47,14 +47,24 @@ const MatmulRule& matmul_rule(Structure a, Structure b) {
   return kMatmulTable[static_cast<int>(a)][static_cast<int>(b)];
 }
 
-/// The descriptor of op(X) for a tensor of structure s read transposed or not.
+/// The descriptor of op(X) for a tensor of structure s read transposed or not. An
+/// UpperTriangular tensor holds exact zeros below its diagonal (its invariant), so the kernels
+/// may use them as stored.
 GemmOperand operand(Structure s, bool trans) {
   switch (s) {
     case Structure::Dense: return {OperandKind::Dense, trans};
-    case Structure::UpperTriangular: return {trans ? OperandKind::Lower : OperandKind::Upper, trans};
+    case Structure::UpperTriangular: return {trans ? OperandKind::Lower : OperandKind::Upper, trans, true};
     case Structure::Symmetric: return {OperandKind::Symmetric, false};
   }
   return {OperandKind::Dense, trans};
+}
+
+/// The descriptor of an upstream gradient read through its output's structure s: unprojected, so
+/// nothing outside the structure is known to be zero.
+GemmOperand gradient_operand(Structure s, bool trans) {
+  GemmOperand d = operand(s, trans);
+  d.zeros_stored = false;
+  return d;
 }
 
 OutputMask mask_for_gradient(Structure input) {
@@ -123,14 +133,14 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
     Tensor da_grad, db_grad;
     if (ctx.needs(0)) {
       // dop(a) = G · op(b)ᵀ;  when a was read transposed, da = op(b) · Gᵀ.
-      da_grad = ta ? gemm_raw(b_saved, operand(sb, tb), g, operand(sc, true), mask_for_gradient(sa), 1.0)
-                   : gemm_raw(g, operand(sc, false), b_saved, operand(sb, !tb), mask_for_gradient(sa), 1.0);
+      da_grad = ta ? gemm_raw(b_saved, operand(sb, tb), g, gradient_operand(sc, true), mask_for_gradient(sa), 1.0)
+                   : gemm_raw(g, gradient_operand(sc, false), b_saved, operand(sb, !tb), mask_for_gradient(sa), 1.0);
       da_grad = finish_gradient(da_grad, sa);
     }
     if (ctx.needs(1)) {
       // dop(b) = op(a)ᵀ · G;  when b was read transposed, db = Gᵀ · op(a).
-      db_grad = tb ? gemm_raw(g, operand(sc, true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
-                   : gemm_raw(a_saved, operand(sa, !ta), g, operand(sc, false), mask_for_gradient(sb), 1.0);
+      db_grad = tb ? gemm_raw(g, gradient_operand(sc, true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
+                   : gemm_raw(a_saved, operand(sa, !ta), g, gradient_operand(sc, false), mask_for_gradient(sb), 1.0);
       db_grad = finish_gradient(db_grad, sb);
     }
     return std::vector<Tensor>{da_grad, db_grad};
@@ -194,7 +204,7 @@ Symmetric gram(const Tensor& a) {
     autograd::record("gram", {a}, {c}, {a}, [sa](autograd::BackwardContext& ctx) {
       // d(a·aᵀ) with G symmetric: dA = (G + Gᵀ)·a = 2·G·a.
       const Tensor& g = ctx.grad_outputs[0];
-      Tensor da = gemm_raw(g, operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false),
+      Tensor da = gemm_raw(g, gradient_operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false),
                            mask_for_gradient(sa), 2.0);
       return std::vector<Tensor>{finish_gradient(da, sa)};
     });

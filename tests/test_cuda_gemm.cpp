@@ -508,6 +508,36 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   }
 }
 
+TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
+  // An Upper or Lower operand whose storage holds zeros outside its structure (zeros_stored: the
+  // UpperTriangular tensors matmul passes) lets the pipelined and register-B kernels use the
+  // copied zeros instead of writing them; the unvouched operand (the upstream gradient of dA
+  // and dB, random outside its structure) still gets them written. The products of matmul's
+  // Upper·Upper and Dense·Upper, forward and backward, with edge tiles (300), split tiles (640)
+  // and on Auto at 1024 and 2048 (A copied for dB at 2048), against the reference; also the
+  // zero tiles of the Upper mask, written apart from the accumulators (NaN-poisoned C).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
+  const ScopedTf32 tf32;
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the stored zeros serve the wgmma loop, which this device or build does not run";
+  std::mt19937_64 rng(17);
+  auto vouched = [](GemmProblem p, bool a, bool b) {
+    p.a.zeros_stored = a;
+    p.b.zeros_stored = b;
+    return p;
+  };
+  for (int64_t n : {300, 640, 1024, 2048}) {
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, upper, OutputMask::Upper), true, true), sg::kFloat32, rng);
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), sg::kFloat32, rng);
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, lower_t, upper, OutputMask::Upper), true, false), sg::kFloat32, rng);
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, upper, OutputMask::Full), false, true), sg::kFloat32, rng);
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense_t, upper, OutputMask::Upper), false, true), sg::kFloat32, rng);
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, lower, OutputMask::Full), false, true), sg::kFloat32, rng);
+    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, dense_t, OutputMask::Upper), true, false), sg::kFloat32, rng);
+  }
+}
+
 TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   // Relayout copies exactly the operands whose tiles the wgmma loop would otherwise transpose
   // (k-major and Symmetric ones), only on the default wgmma loop, and only when on; each
