@@ -2162,12 +2162,20 @@ std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, i
 // of `slots`: no block waits for a slot, so the split's chunks all start at once and the
 // longest tile stops setting the makespan (H100, TF32, N = 2048, 2026-11-24: Dense·Upper,
 // Upper·Dense and Sym·Upper forward 0.85–0.86 of the time, Upper·Sym 0.93; nothing slower at
-// 512 and 1024; docs/structured_gemm.md, "Capped split in one wave").
+// 512 and 1024; docs/structured_gemm.md, "Capped split in one wave"). And for the products of
+// the pipelined kernel (both operands outer-major, one Upper or Lower: dA = triu(G·Bᵀ), the
+// triangular products on copied operands). On that kernel the split pays where it did not on
+// the barrier-per-step loop above (H100, TF32, N = 4096, 2026-11-24: dA 0.128–0.129 ms →
+// 0.116–0.117; 2048 and 8192 within the spread; docs/structured_gemm.md, "Capped split for the
+// pipelined kernel").
 bool capped_split_applies(const GemmProblem& p, GemmTileConfig config, int64_t busy_tiles, int slots) {
   if (config != GemmTileConfig::Float32Tf32Wgmma) return true;
   const bool a_k_major = p.a.kind != OperandKind::Symmetric && p.a.trans;   // A[k][m]
   const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans;  // B[k][n]
-  return (a_k_major && b_k_major) || busy_tiles <= slots;
+  auto triangular = [](OperandKind kind) { return kind == OperandKind::Upper || kind == OperandKind::Lower; };
+  const bool pipelined = !a_k_major && !b_k_major && p.a.kind != OperandKind::Symmetric &&
+                         p.b.kind != OperandKind::Symmetric && (triangular(p.a.kind) || triangular(p.b.kind));
+  return (a_k_major && b_k_major) || busy_tiles <= slots || pipelined;
 }
 
 // Panel sharing in L2 (wgmma plans without split). Heaviest first puts tiles of equal cost side

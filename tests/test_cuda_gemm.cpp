@@ -788,18 +788,24 @@ TEST(CudaGemmPlanner, FewEqualTilesAreSplitEvenlyIntoOneWave) {
   EXPECT_LT(plan.estimated_cycles, unsplit.estimated_cycles);
 }
 
-TEST(CudaGemmPlanner, LongTilesOfBothKMajorProductsAreCutToThePerSlotShare) {
-  // dB = triu(Aᵀ·G) of Upper·Upper in TF32 at N = 4096: 528 tiles of 4 … 128 k-steps, 90.7 per
-  // slot on 264 slots. Unsplit, the 128-step tile alone sets the makespan (the planner kept
-  // that); the capped split cuts just the tiles longer than the share, each in two.
-  const GemmProblem db = square(4096, {OperandKind::Lower, true}, {OperandKind::Upper, false}, OutputMask::Upper);
-  const GemmWorkPlan plan = plan_structured_gemm(db, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+/// A plan's k-steps: all of its items' together, and its longest item's.
+std::pair<int64_t, int64_t> plan_steps(const GemmWorkPlan& plan) {
   int64_t total_steps = 0, longest = 0;
   for (const auto& item : plan.items) {
     const int64_t steps = (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step;
     total_steps += std::max<int64_t>(steps, 0);
     longest = std::max(longest, steps);
   }
+  return {total_steps, longest};
+}
+
+TEST(CudaGemmPlanner, LongTilesOfBothKMajorProductsAreCutToThePerSlotShare) {
+  // dB = triu(Aᵀ·G) of Upper·Upper in TF32 at N = 4096: 528 tiles of 4 … 128 k-steps, 90.7 per
+  // slot on 264 slots. Unsplit, the 128-step tile alone sets the makespan (the planner kept
+  // that); the capped split cuts just the tiles longer than the share, each in two.
+  const GemmProblem db = square(4096, {OperandKind::Lower, true}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmWorkPlan plan = plan_structured_gemm(db, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+  const auto [total_steps, longest] = plan_steps(plan);
   const int64_t share = (total_steps + 263) / 264;
   EXPECT_LE(longest, share) << plan.summary();
   EXPECT_GT(plan.split_tiles, 0) << plan.summary();
@@ -812,18 +818,29 @@ TEST(CudaGemmPlanner, LongTilesOfBothKMajorProductsAreCutToThePerSlotShare) {
   EXPECT_EQ(plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2).split_tiles, 0);
 }
 
+TEST(CudaGemmPlanner, LongTilesOfPipelinedProductsAreCutToThePerSlotShare) {
+  // dA = triu(G·Bᵀ) of Upper·Upper in TF32 at N = 4096: both operands outer-major, B triangular,
+  // so it runs on the pipelined kernel, where the capped split is a candidate too. Its 528 tiles
+  // (4 … 128 k-steps, column j over k ∈ [128j, n)) are cut to the per-slot share, each in at
+  // most two.
+  const GemmProblem da = square(4096, {OperandKind::Upper, false}, {OperandKind::Lower, true}, OutputMask::Upper);
+  const GemmWorkPlan plan = plan_structured_gemm(da, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+  const auto [total_steps, longest] = plan_steps(plan);
+  EXPECT_GT(plan.split_tiles, 0) << plan.summary();
+  EXPECT_LE(longest, (total_steps + 263) / 264) << plan.summary();
+  for (const auto& item : plan.items) EXPECT_LE(item.chunk_count, 2);
+  // Upper·Dense's dA = triu(G·Bᵀ) has no triangular operand: not the pipelined kernel's, unsplit.
+  const GemmProblem dense_da = square(4096, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper);
+  EXPECT_EQ(plan_structured_gemm(dense_da, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2).split_tiles, 0);
+}
+
 TEST(CudaGemmPlanner, LongTilesAreCutToThePerSlotShareWhereTheTilesFitInOneWave) {
   // Dense·Upper in TF32 at N = 2048: 256 tiles of 4 … 64 k-steps, all with work, for 264 slots.
   // One wave, so the capped split is a candidate whatever the layouts, and the long tiles are
   // cut to the per-slot share. At 4096 (1024 tiles) it is not, and the tiles stay whole.
   const GemmProblem p = square(2048, {OperandKind::Dense, false}, {OperandKind::Upper, false}, OutputMask::Full);
   const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
-  int64_t total_steps = 0, longest = 0;
-  for (const auto& item : plan.items) {
-    const int64_t steps = (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step;
-    total_steps += std::max<int64_t>(steps, 0);
-    longest = std::max(longest, steps);
-  }
+  const auto [total_steps, longest] = plan_steps(plan);
   EXPECT_GT(plan.split_tiles, 0) << plan.summary();
   EXPECT_LE(longest, std::max<int64_t>(8, (total_steps + 263) / 264)) << plan.summary();
   const GemmProblem large = square(4096, {OperandKind::Dense, false}, {OperandKind::Upper, false}, OutputMask::Full);
