@@ -2165,8 +2165,8 @@ std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, i
 // 512 and 1024; docs/structured_gemm.md, "Capped split in one wave"). And for the products of
 // the pipelined kernel (both operands outer-major, one Upper or Lower: dA = triu(G·Bᵀ), the
 // triangular products on copied operands). On that kernel the split pays where it did not on
-// the barrier-per-step loop above (H100, TF32, N = 4096, 2026-11-24: dA 0.128–0.129 ms →
-// 0.116–0.117; 2048 and 8192 within the spread; docs/structured_gemm.md, "Capped split for the
+// the barrier-per-step loop above (H100, TF32, N = 4096, 2026-11-24: dA 0.128–0.130 ms →
+// 0.118–0.124; 2048 and 8192 within the spread; docs/structured_gemm.md, "Capped split for the
 // pipelined kernel").
 bool capped_split_applies(const GemmProblem& p, GemmTileConfig config, int64_t busy_tiles, int slots) {
   if (config != GemmTileConfig::Float32Tf32Wgmma) return true;
