@@ -11,7 +11,8 @@ namespace sg::detail {
 
 /// Structure of op(X) as the kernel reads it.
 ///  Dense:     every entry.
-///  Upper:     op(X)[i][j] == 0 for j < i; the zero triangle is never read.
+///  Upper:     op(X)[i][j] == 0 for j < i; the zero triangle is never read (its values do not
+///             reach C), unless the operand says its storage holds the zeros (zeros_stored).
 ///  Lower:     op(X)[i][j] == 0 for j > i (e.g. Uᵀ of an UpperTriangular U, trans = true).
 ///  Symmetric: op(X) == op(X)ᵀ, read from the upper triangle of the storage only
 ///             (S[i][j] = i <= j ? s[i][j] : s[j][i]); `trans` is irrelevant.
