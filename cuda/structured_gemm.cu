@@ -2172,9 +2172,8 @@ bool capped_split_applies(const GemmProblem& p, GemmTileConfig config, int64_t b
   if (config != GemmTileConfig::Float32Tf32Wgmma) return true;
   const bool a_k_major = p.a.kind != OperandKind::Symmetric && p.a.trans;   // A[k][m]
   const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans;  // B[k][n]
-  auto triangular = [](OperandKind kind) { return kind == OperandKind::Upper || kind == OperandKind::Lower; };
   const bool pipelined = !a_k_major && !b_k_major && p.a.kind != OperandKind::Symmetric &&
-                         p.b.kind != OperandKind::Symmetric && (triangular(p.a.kind) || triangular(p.b.kind));
+                         p.b.kind != OperandKind::Symmetric && (is_triangular(p.a.kind) || is_triangular(p.b.kind));
   return (a_k_major && b_k_major) || busy_tiles <= slots || pipelined;
 }
 
@@ -2769,12 +2768,11 @@ bool relayout_pays(const GemmProblem& p, bool is_b) {
   const GemmOperand other = is_b ? p.a : p.b;
   const int64_t reuse = std::min(is_b ? p.m : p.n, p.k);
   const bool other_outer_major = other.kind != OperandKind::Symmetric && other.trans != is_b;
-  auto triangular = [](const GemmOperand& x) { return x.kind == OperandKind::Upper || x.kind == OperandKind::Lower; };
   if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Symmetric) return true;  // 0.84 at 512
   if (!other_outer_major) return reuse >= 2048;  // dB = triu(Aᵀ·G), Sym·Dense, Sym·Upper
   // Upper·Upper forward: the copy puts it on the pipelined kernel; 0.90 at 2048 and 0.97 at 4096,
   // but 1.02 at 1024 and 1.13 at 8192 (with the barrier-per-step kernel it lost at every size).
-  if (triangular(d) && triangular(other)) return reuse >= 2048 && reuse <= 4096;
+  if (is_triangular(d.kind) && is_triangular(other.kind)) return reuse >= 2048 && reuse <= 4096;
   if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Dense) return reuse >= 2048;  // Dense·Sym
   return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
 }
@@ -2812,12 +2810,11 @@ bool register_b_replaces_copy(const GemmProblem& p, bool a_copied) {
   const RegisterB setting = register_b();
   if (!register_b_on() || tf32_loop() != Tf32Loop::Auto) return false;
   if (operand_relayout() == OperandRelayout::Always && setting != RegisterB::Always) return false;
-  auto triangular = [](OperandKind kind) { return kind == OperandKind::Upper || kind == OperandKind::Lower; };
   auto aligned = [](const void* data, int64_t ld) { return reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % 4 == 0; };
   const OperandKind a_kind = a_copied && p.a.kind == OperandKind::Symmetric ? OperandKind::Dense : p.a.kind;
   const bool a_outer_major = a_copied || (p.a.kind != OperandKind::Symmetric && !p.a.trans && aligned(p.a_data, p.lda));
   const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans && aligned(p.b_data, p.ldb);
-  return a_outer_major && b_k_major && (triangular(a_kind) || triangular(p.b.kind));
+  return a_outer_major && b_k_major && (is_triangular(a_kind) || is_triangular(p.b.kind));
 }
 
 /// The wgmma product, on outer-major copies of its operands where relayout_pays (B not where the

@@ -18,6 +18,9 @@ namespace sg::detail {
 ///             (S[i][j] = i <= j ? s[i][j] : s[j][i]); `trans` is irrelevant.
 enum class OperandKind : uint8_t { Dense, Upper, Lower, Symmetric };
 
+/// Upper or Lower: an operand with a zero triangle.
+inline bool is_triangular(OperandKind kind) { return kind == OperandKind::Upper || kind == OperandKind::Lower; }
+
 /// Which part of C is computed.
 ///  Full:      every entry of C.
 ///  Upper:     entries i <= j; entries below the diagonal are written as exact zeros.

@@ -74,7 +74,7 @@ struct Checked {
 /// UpperTriangular tensor's invariant), writes them into `values` (rows × ld, the first `cols`
 /// columns of each row are the operand's); otherwise leaves the random values there.
 inline void zero_outside_structure(GemmOperand d, int64_t rows, int64_t cols, int64_t ld, std::vector<double>& values) {
-  if (!d.zeros_stored || (d.kind != OperandKind::Upper && d.kind != OperandKind::Lower)) return;
+  if (!d.zeros_stored || !sg::detail::is_triangular(d.kind)) return;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       const int64_t r = d.trans ? j : i, c = d.trans ? i : j;  // the entry's place in op(X)
@@ -84,8 +84,8 @@ inline void zero_outside_structure(GemmOperand d, int64_t rows, int64_t cols, in
 
 /// Runs C = alpha·op(A)·op(B) through `device`'s backend with storages filled with random
 /// values (also outside the structures, except where an operand has zeros_stored) and C
-/// poisoned with NaN, and compares with the float64 reference. `pad`: extra (random) columns in A's and B's storage rows, so the
-/// leading dimensions exceed the operands' widths.
+/// poisoned with NaN, and compares with the float64 reference. `pad`: extra (random) columns in
+/// A's and B's storage rows, so the leading dimensions exceed the operands' widths.
 inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng,
                                int64_t pad = 0) {
   const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
