@@ -83,9 +83,14 @@ struct GemmArgs {
 ///           into a raw tile that the threads transpose into the wgmma tile (TF32 wgmma reads
 ///           K-major tiles only).
 /// `has` says which maps were made: bit 0 A direct, 1 A raw, 2 B direct, 3 B raw.
+///   stored: a Symmetric operand's relayout copy that holds only its mirrored part (a mirror
+///           copy, relayout_outer_major_kernel): the direct map over the operand's own storage,
+///           from which the k-steps wholly in its stored triangle come (direct_map). `stored`
+///           says which: bit 0 A, bit 1 B.
 struct TmaMaps {
-  CUtensorMap a, b, a_raw, b_raw;
+  CUtensorMap a, b, a_raw, b_raw, a_stored, b_stored;
   uint32_t has;
+  uint32_t stored;
 };
 enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8, kBRawBlocks = 16 };
 /// The other configs' stand-in in the shared block body (their kernels take no maps).
@@ -378,6 +383,17 @@ __device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map,
       "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(row), "r"(shared_address(bar))
       : "memory");
 #endif
+}
+
+// The direct map of operand A (kIsB false) or B for its k-step at k0 of the tile whose outer
+// indices start at outer0, kOuter of them (a multiple of 32, outer0 a multiple of it): the
+// operand's own storage where the operand is a mirror copy (TmaMaps::stored) and the whole step
+// lies in the stored triangle (k >= outer everywhere), else the copy or the operand's one map.
+template <bool kIsB, int kOuter>
+__device__ __forceinline__ const CUtensorMap* direct_map(const TmaMaps& maps, int k0, int outer0) {
+  const bool stored = (maps.stored & (kIsB ? 2u : 1u)) && k0 >= outer0 + kOuter - 1;
+  if constexpr (kIsB) return stored ? &maps.b_stored : &maps.b;
+  else return stored ? &maps.a_stored : &maps.a;
 }
 
 template <int R, int C>
@@ -989,8 +1005,8 @@ __device__ __forceinline__ void issue_tma(const TmaMaps& maps, const StagerA& st
   const bool a = stage_a.by_direct_tma(k0), b = stage_b.by_direct_tma(k0);
   if (threadIdx.x != 0 || !(a || b)) return;
   mbarrier_arrive_expect_tx(bar, (int(a) + int(b)) * Cfg::kTileBytes);
-  if (a) tma_load_tile(a_tile, &maps.a, k0, stage_a.outer0, bar);
-  if (b) tma_load_tile(b_tile, &maps.b, k0, stage_b.outer0, bar);
+  if (a) tma_load_tile(a_tile, direct_map<false, Cfg::kTile>(maps, k0, stage_a.outer0), k0, stage_a.outer0, bar);
+  if (b) tma_load_tile(b_tile, direct_map<true, Cfg::kTile>(maps, k0, stage_b.outer0), k0, stage_b.outer0, bar);
 }
 
 // The raw TMA copy of the k-step tile at k0 of the block's raw operand (at most one), four
@@ -1530,7 +1546,7 @@ template <class Cfg>
 __device__ __forceinline__ void issue_register_b_step(const TmaMaps& maps, int k0, int row0, int col0, float* a_tile,
                                                       float* b_raw, uint64_t* full) {
   mbarrier_arrive_expect_tx(full, 2 * Cfg::kTileBytes);
-  tma_load_tile(a_tile, &maps.a, k0, row0, full);
+  tma_load_tile(a_tile, direct_map<false, Cfg::kTile>(maps, k0, row0), k0, row0, full);
   if (maps.has & kBRawBlocks) {  // the four boxes as one (column block, k, column) box
     tma_load_box_3d(b_raw, &maps.b_raw, 0, k0, col0 / 32, full);
     return;
@@ -1552,8 +1568,8 @@ __device__ __forceinline__ void produce_steps(const TmaMaps& maps, const GemmWor
     // From the second round on, the buffer's previous step must have been released.
     if (round > 0) mbarrier_wait(empty + stage, (round - 1) & 1);
     mbarrier_arrive_expect_tx(full + stage, 2 * Cfg::kTileBytes);
-    tma_load_tile(a_tiles[stage], &maps.a, k0, row0, full + stage);
-    tma_load_tile(b_tiles[stage], &maps.b, k0, col0, full + stage);
+    tma_load_tile(a_tiles[stage], direct_map<false, Cfg::kTile>(maps, k0, row0), k0, row0, full + stage);
+    tma_load_tile(b_tiles[stage], direct_map<true, Cfg::kTile>(maps, k0, col0), k0, col0, full + stage);
     if (++stage == kPipelineStages) stage = 0, ++round;
   }
 }
@@ -1866,8 +1882,10 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
       for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
         if (round > 0) mbarrier_wait(empty + stage, (round - 1) & 1);
         mbarrier_arrive_expect_tx(full + stage, Cfg::kATileBytes + Cfg::kBTileBytes);
-        tma_load_tile(a_tiles + stage * kAStage, &maps.a, k0, row0, full + stage);
-        tma_load_tile(b_tiles + stage * kBStage, &maps.b, k0, col0, full + stage);
+        tma_load_tile(a_tiles + stage * kAStage, direct_map<false, Cfg::kTile>(maps, k0, row0), k0, row0,
+                      full + stage);
+        tma_load_tile(b_tiles + stage * kBStage, direct_map<true, Cfg::kTileN>(maps, k0, col0), k0, col0,
+                      full + stage);
         if (++stage == kWideStages) stage = 0, ++round;
       }
     }
@@ -1917,18 +1935,42 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
 // take outer-major operands only; a k-major tile goes through the raw ring and a transposition
 // in registers, a Symmetric operand's mirrored part too. Where that costs more than one pass
 // over the operand, the launcher first writes out[o·ldo + k] = V(o, k) — the operand as an
-// outer-major matrix (a Symmetric one in full) — and runs the product on the copy. Structural
-// zeros are written near the diagonal only (kRelayoutZeroBand): the diagonal-crossing k-steps
-// that read them lie within one tile of it; the steps beyond are outside every k-range.
+// outer-major matrix — and runs the product on the copy. Structural zeros are written near the
+// diagonal only (kRelayoutZeroBand): the diagonal-crossing k-steps that read them lie within one
+// tile of it; the steps beyond are outside every k-range.
+//
+// A Symmetric operand whose storage takes direct TMA copies gets a mirror copy: only what the
+// product reads from the copy (mirror_copy_holds) — the mirrored triangle and a band above the
+// diagonal — while the k-steps wholly in the stored triangle come from the storage (direct_map).
+// Otherwise its copy is whole.
 constexpr int kRelayoutTile = 32, kRelayoutRows = 8;
 constexpr int kRelayoutZeroBand = 256;
+// The mirror copy's band: a tile kOuter wide (outer0 a multiple of kOuter, kOuter dividing the
+// band) takes its k-steps below k0 = outer0 + kOuter − 1 from the copy, so their columns end
+// before the band's end plus one k-step.
+constexpr int kMirrorBand = 256;
+
+/// Whether the mirror copy of an n × n Symmetric operand holds the 32 × 32 copy tile at (o0, k0):
+/// within the band (every k-step not wholly in the stored triangle, for tiles up to kMirrorBand
+/// wide) and the last k-step's columns if that step is partial (the stagers read it element by
+/// element from the copy). The band also holds every row of a partial last tile (which the
+/// stagers read element by element too): those rows start at e = n − n mod kTile, and the band
+/// of their kMirrorBand block ends at e + kTile or later, past n.
+__host__ __device__ constexpr bool mirror_copy_holds(int o0, int k0, int n) {
+  return k0 < o0 / kMirrorBand * kMirrorBand + kMirrorBand + kRelayoutTile ||
+         k0 + kRelayoutTile > n / ConfigTf32Wgmma::kKStep * ConfigTf32Wgmma::kKStep;
+}
 // A step inside an item's k-range reads structural zeros at most kTile − 1 from the diagonal (the
 // k-ranges end at tile edges), which is what lets the pipelined kernel skip zeroing a copy's
 // diagonal-crossing steps (OperandView::zeros_stored).
 static_assert(kRelayoutZeroBand >= ConfigTf32Wgmma::kTile, "a copy's zeros cover every diagonal-crossing step");
+static_assert(kMirrorBand % ConfigTf32Wgmma::kTile == 0 && kMirrorBand % WideConfig::kTileN == 0 &&
+                  ConfigTf32Wgmma::kKStep <= kRelayoutTile,
+              "a mirror copy holds every k-step that the kernels take from it (direct_map)");
 
 __global__ void __launch_bounds__(kRelayoutTile * kRelayoutRows)
-    relayout_outer_major_kernel(const OperandView<float> v, int32_t k_extent, float* out, int64_t ldo) {
+    relayout_outer_major_kernel(const OperandView<float> v, int32_t k_extent, float* out, int64_t ldo,
+                                bool mirror_only) {
   __shared__ float tile[kRelayoutTile][kRelayoutTile + 1];
   const int o0 = blockIdx.y * kRelayoutTile, k0 = blockIdx.x * kRelayoutTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -1939,6 +1981,7 @@ __global__ void __launch_bounds__(kRelayoutTile * kRelayoutRows)
                                                                  : 0;
   if (zero_distance >= kRelayoutZeroBand) return;
   if (v.pattern == Pattern::Symmetric && o0 + kLast <= k0) {
+    if (mirror_only && !mirror_copy_holds(o0, k0, k_extent)) return;
     // Wholly in the stored triangle: a straight copy, rows along k.
     for (int r = ty; r < kRelayoutTile; r += kRelayoutRows) {
       const int o = o0 + r, k = k0 + tx;
@@ -2384,6 +2427,8 @@ std::atomic<int> current_schedule{static_cast<int>(GemmSchedule::Balanced)};
 std::atomic<int> current_tf32_loop{static_cast<int>(Tf32Loop::Auto)};
 std::atomic<int> current_relayout{static_cast<int>(OperandRelayout::Auto)};
 std::atomic<int64_t> relayout_copy_count{0};
+std::atomic<int64_t> mirror_copy_count{0};
+std::atomic<bool> poison_relayout{false};
 std::atomic<int64_t> pipelined_launch_count{0};
 std::atomic<int> current_register_b{static_cast<int>(RegisterB::Auto)};
 std::atomic<int64_t> register_b_launch_count{0};
@@ -2671,10 +2716,27 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, int device) {
   return 10 * items >= 8 * rounds * sms;
 }
 
-/// a_relaid, b_relaid: the operand is a relayout copy (zeros stored near the diagonal).
+/// A relayout copy of one operand (relayout_operand): the allocation (it holds the copy's zeros
+/// near the diagonal) and, for a mirror copy, the Symmetric operand's own storage, outer-major
+/// over its stored triangle.
+struct RelayoutCopy {
+  std::unique_ptr<Storage> storage;
+  const float* stored = nullptr;
+  int64_t stored_ld = 0;
+};
+
+/// The view of a mirror copy's operand over its own storage: outer-major, as the copy (it is
+/// read there only in the stored triangle's whole k-steps).
+OperandView<float> stored_view(OperandView<float> copy_view, const RelayoutCopy* copy) {
+  copy_view.data = copy->stored;
+  copy_view.ld = copy->stored_ld;
+  return copy_view;
+}
+
+/// a_copy, b_copy: the operand is a relayout copy (null: it is not).
 template <class Cfg>
-void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, bool a_relaid = false,
-                 bool b_relaid = false) {
+void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, const RelayoutCopy* a_copy = nullptr,
+                 const RelayoutCopy* b_copy = nullptr) {
   using T = typename Cfg::Scalar;
   GemmArgs<T> args;
   args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
@@ -2682,8 +2744,8 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
   // A relayout copy holds its zeros, and so does an operand whose caller vouches for them (an
   // UpperTriangular tensor: GemmOperand::zeros_stored); the kernels that copy whole tiles then
   // skip writing them (measured: docs/structured_gemm.md, "Stored zeros trusted").
-  args.a.zeros_stored = a_relaid || p.a.zeros_stored;
-  args.b.zeros_stored = b_relaid || p.b.zeros_stored;
+  args.a.zeros_stored = a_copy != nullptr || p.a.zeros_stored;
+  args.b.zeros_stored = b_copy != nullptr || p.b.zeros_stored;
   TmaMaps maps{};
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();
@@ -2691,6 +2753,16 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
       const bool outer_major_only = loop == Tf32Loop::WgmmaTmaOuterMajor;
       maps.has = encode_tile_maps(args.a, p.k, outer_major_only, &maps.a, &maps.a_raw) |
                  encode_tile_maps(args.b, p.k, outer_major_only, &maps.b, &maps.b_raw) << 2;
+      // A mirror copy's stored triangle from the operand's storage (every relayout copy has its
+      // direct map: 16-byte rows, and relayout_pays has checked the extents).
+      if (a_copy != nullptr && a_copy->stored != nullptr && (maps.has & kADirect)) {
+        encode_tile_map(stored_view(args.a, a_copy), p.k, false, &maps.a_stored);
+        maps.stored |= 1;
+      }
+      if (b_copy != nullptr && b_copy->stored != nullptr && (maps.has & kBDirect)) {
+        encode_tile_map(stored_view(args.b, b_copy), p.k, false, &maps.b_stored);
+        maps.stored |= 2;
+      }
     }
   }
   const bool a_tma = maps.has & (kADirect | kARaw), b_tma = maps.has & (kBDirect | kBRaw);
@@ -2714,6 +2786,8 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, boo
     if (maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All && args.b.pattern == Pattern::All &&
         cached.wide_items != nullptr && wide_tiles_pay(p, cached.wide.size(), device)) {
       encode_tile_map(args.b, p.k, false, &maps.b, WideConfig::kTileN);
+      if (maps.stored & 2)
+        encode_tile_map(stored_view(args.b, b_copy), p.k, false, &maps.b_stored, WideConfig::kTileN);
       args.items = cached.wide_items;
       const int items = static_cast<int>(cached.wide.size());
       const unsigned grid = static_cast<unsigned>(std::min(items, sm_count(device)));
@@ -2778,24 +2852,34 @@ bool relayout_pays(const GemmProblem& p, bool is_b) {
 }
 
 /// Writes operand A (is_b false) or B of `p` outer-major into a new allocation, queued on the
-/// library stream, and points `q`'s operand at it (a Symmetric operand becomes Dense).
-std::unique_ptr<Storage> relayout_operand(const GemmProblem& p, bool is_b, int device, GemmProblem& q) {
+/// library stream, and points `q`'s operand at it (a Symmetric operand becomes Dense). A
+/// Symmetric operand whose storage takes direct TMA copies (16-byte aligned rows) gets a mirror
+/// copy: its stored triangle is then read from the storage (RelayoutCopy::stored, direct_map).
+RelayoutCopy relayout_operand(const GemmProblem& p, bool is_b, int device, GemmProblem& q) {
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
   const OperandView<float> v = operand_view<float>(is_b ? p.b_data : p.a_data, d, is_b, extent, is_b ? p.ldb : p.lda);
   const int64_t ldo = (p.k + 3) / 4 * 4;  // 16-byte rows: the vector and TMA paths take them
-  auto copy = std::make_unique<Storage>(static_cast<size_t>(extent * ldo) * sizeof(float),
-                                        Device(DeviceType::CUDA, device));
+  const size_t bytes = static_cast<size_t>(extent * ldo) * sizeof(float);
+  RelayoutCopy copy;
+  copy.storage = std::make_unique<Storage>(bytes, Device(DeviceType::CUDA, device));
+  const bool mirror_only = v.pattern == Pattern::Symmetric && v.vector_ok;
+  if (mirror_only) {
+    copy.stored = v.data;
+    copy.stored_ld = v.ld;
+  }
+  if (poison_relayout.load()) SG_CUDA_CHECK(cudaMemsetAsync(copy.storage->data, 0xFF, bytes, stream(device)));  // NaN
   const dim3 grid(static_cast<unsigned>((p.k + kRelayoutTile - 1) / kRelayoutTile),
                   static_cast<unsigned>((extent + kRelayoutTile - 1) / kRelayoutTile));
   relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
-      v, static_cast<int32_t>(p.k), static_cast<float*>(copy->data), ldo);
+      v, static_cast<int32_t>(p.k), static_cast<float*>(copy.storage->data), ldo, mirror_only);
   SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
   relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
+  if (mirror_only) mirror_copy_count.fetch_add(1, std::memory_order_relaxed);
   // Outer-major: A not transposed, B transposed (operand_view); the kind keeps the structure.
   const GemmOperand relaid{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, is_b};
   (is_b ? q.b : q.a) = relaid;
-  (is_b ? q.b_data : q.a_data) = copy->data;
+  (is_b ? q.b_data : q.a_data) = copy.storage->data;
   (is_b ? q.ldb : q.lda) = ldo;
   return copy;
 }
@@ -2825,10 +2909,11 @@ void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
   const bool relayout_b = relayout_pays(p, true) && !register_b_replaces_copy(p, relayout_a);
   if (!relayout_a && !relayout_b) return launch_with<ConfigTf32Wgmma>(p, cached, device);
   GemmProblem q = p;
-  std::unique_ptr<Storage> copy_a, copy_b;
+  RelayoutCopy copy_a, copy_b;
   if (relayout_a) copy_a = relayout_operand(p, false, device, q);
   if (relayout_b) copy_b = relayout_operand(p, true, device, q);
-  launch_with<ConfigTf32Wgmma>(q, cached_plan(q, DType::Float32, device), device, relayout_a, relayout_b);
+  launch_with<ConfigTf32Wgmma>(q, cached_plan(q, DType::Float32, device), device, relayout_a ? &copy_a : nullptr,
+                               relayout_b ? &copy_b : nullptr);
 }
 
 void check_problem(const GemmProblem& p) {
@@ -2861,6 +2946,10 @@ void set_operand_relayout(OperandRelayout relayout) { current_relayout.store(sta
 OperandRelayout operand_relayout() { return static_cast<OperandRelayout>(current_relayout.load()); }
 
 int64_t relayout_copies() { return relayout_copy_count.load(); }
+
+int64_t mirror_copies() { return mirror_copy_count.load(); }
+
+void set_poison_relayout_copies(bool poison) { poison_relayout.store(poison); }
 
 int64_t pipelined_launches() { return pipelined_launch_count.load(); }
 

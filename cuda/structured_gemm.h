@@ -104,6 +104,12 @@ void set_operand_relayout(OperandRelayout relayout);
 OperandRelayout operand_relayout();
 /// Operand copies made by relayout since the process started (for the tests).
 int64_t relayout_copies();
+/// Those of them that were mirror copies: a Symmetric operand's mirrored part and a band above
+/// the diagonal only, the k-steps in its stored triangle read from its own storage (for the tests).
+int64_t mirror_copies();
+/// Whether relayout fills each copy with NaN before writing it, so that a product that reads a
+/// part the copy does not hold fails its check (for the tests; off by default).
+void set_poison_relayout_copies(bool poison);
 /// Launches of the pipelined wgmma kernel since the process started (for the tests).
 int64_t pipelined_launches();
 

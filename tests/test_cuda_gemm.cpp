@@ -60,6 +60,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
                                                         : sg::detail::cuda::Tf32Loop::Auto);
     sg::detail::cuda::set_operand_relayout(GetParam().relayout ? sg::detail::cuda::OperandRelayout::Always
                                                                : sg::detail::cuda::OperandRelayout::Never);
+    sg::detail::cuda::set_poison_relayout_copies(GetParam().relayout);
 #endif
     g_max_rel_error = 0;
   }
@@ -74,6 +75,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
 #if defined(SG_WITH_CUDA)
     sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
     sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
+    sg::detail::cuda::set_poison_relayout_copies(false);
 #endif
   }
   sg::DType dtype() const { return GetParam().dtype; }
@@ -233,6 +235,7 @@ class ScopedTf32 {
     sg::set_matmul_precision(sg::Precision::TF32);
     cu::set_tf32_loop(loop);
     cu::set_operand_relayout(relayout);
+    cu::set_poison_relayout_copies(true);  // a product reading what a copy does not hold fails
   }
   ~ScopedTf32() {
     g_tf32 = false;
@@ -240,6 +243,7 @@ class ScopedTf32 {
     cu::set_tf32_loop(cu::Tf32Loop::Auto);
     cu::set_operand_relayout(cu::OperandRelayout::Auto);
     cu::set_register_b(cu::RegisterB::Auto);
+    cu::set_poison_relayout_copies(false);
   }
   ScopedTf32(const ScopedTf32&) = delete;
   ScopedTf32& operator=(const ScopedTf32&) = delete;
@@ -576,6 +580,55 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
       }
     }
   }
+}
+
+TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
+  // A Symmetric operand with 16-byte aligned rows is copied as a mirror copy: only its mirrored
+  // triangle and a band above the diagonal (plus a partial last tile's rows and a partial last
+  // k-step's columns), its stored triangle's whole k-steps read from its own storage. The copies
+  // are poisoned with NaN first (ScopedTf32), so a k-step taken from a part the copy does not
+  // hold fails the check. Every kernel that takes relaid operands: the wide kernel (forced on
+  // and off: the one-barrier-per-step instance), the pipelined kernel (the other operand
+  // triangular and copied too) and the register-B kernel (B triangular, read as it lies); on the
+  // default loop and on WgmmaBarrierPerStep. Sizes with whole tiles only (1024) and with a partial
+  // last tile and k-step (300, 1000). Unaligned rows (pad 1) take the whole copy as before.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
+  const Variant symmetric{OperandKind::Symmetric, false}, symmetric_t{OperandKind::Symmetric, true};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Always);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
+  struct Case {
+    GemmProblem p;
+    int64_t mirror_copies;  // with 16-byte aligned rows
+    cu::RegisterB register_b;
+  };
+  std::mt19937_64 rng(23);
+  for (int64_t n : {300, 1000, 1024}) {
+    const Case cases[] = {
+        {square(n, symmetric, symmetric, OutputMask::Full), 2, cu::RegisterB::Auto},
+        {square(n, symmetric, dense, OutputMask::Full), 1, cu::RegisterB::Auto},
+        {square(n, dense, symmetric_t, OutputMask::Full), 1, cu::RegisterB::Auto},
+        {square(n, symmetric, upper, OutputMask::Full), 1, cu::RegisterB::Auto},    // pipelined (B copied)
+        {square(n, symmetric, upper, OutputMask::Full), 1, cu::RegisterB::Always},  // register-B
+        {square(n, upper, symmetric, OutputMask::Full), 1, cu::RegisterB::Auto},
+    };
+    for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
+      cu::set_tf32_loop(loop);
+      for (cu::WideTiles wide : {cu::WideTiles::Always, cu::WideTiles::Never}) {
+        cu::set_wide_tiles(wide);
+        for (const Case& c : cases) {
+          cu::set_register_b(c.register_b);
+          for (int64_t pad : {0, 1}) {
+            const int64_t before = cu::mirror_copies();
+            SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, pad);
+            EXPECT_EQ(cu::mirror_copies() - before, pad == 0 ? c.mirror_copies : 0)
+                << describe(c.p, sg::kFloat32) << " pad=" << pad;
+          }
+        }
+      }
+    }
+  }
+  cu::set_wide_tiles(cu::WideTiles::Auto);
 }
 
 TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDense) {
