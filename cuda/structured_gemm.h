@@ -69,7 +69,8 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
                                   GemmSchedule schedule = GemmSchedule::Balanced);
 
 /// The work items of the wide kernel (TF32 wgmma products whose operands are both outer-major
-/// Dense): 128 × 256 tiles in row-major order over [0, k), without the tiles wholly below the
+/// Dense): 128 × 256 tiles over [0, k), in groups of 16 tile rows taken column by column (the
+/// tiles in flight at once share few operand panels), without the tiles wholly below the
 /// diagonal under a Symmetric mask, with an empty k-range (zeros) for those under an Upper mask.
 /// Pure host code.
 std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p);

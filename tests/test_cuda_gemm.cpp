@@ -785,12 +785,14 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
   }
 }
 
-TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInRowMajorOrder) {
-  // The wide kernel's items: 128 × 256 tiles in row-major order, each over [0, k) — except that a
+TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInGroupsOfSixteenRows) {
+  // The wide kernel's items: 128 × 256 tiles, each over [0, k), in groups of 16 tile rows taken
+  // column by column (within a group, down each column, then the next column) — except that a
   // tile wholly below the diagonal is left out under a Symmetric mask (the mirror writes it) and
   // has an empty range under an Upper mask (it writes zeros). Every entry the mask writes lies
-  // in exactly one item.
-  for (int64_t n : {1, 129, 300, 640, 4000}) {
+  // in exactly one item. 2500 (20 tile rows: a group of 16 and one of 4), 4000 and 8192 have
+  // several groups.
+  for (int64_t n : {1, 129, 300, 640, 2500, 4000, 8192}) {
     for (OutputMask mask : {OutputMask::Full, OutputMask::Upper, OutputMask::Symmetric}) {
       GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
       p.k = 77;
@@ -805,8 +807,11 @@ TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInRowMajorOrder) {
         ASSERT_GE(item.tile_col, 0);
         ASSERT_LT(item.tile_col, cols);
         const int64_t index = item.tile_row * cols + item.tile_col;
-        EXPECT_GT(index, last) << "row-major order";
-        last = index;
+        const int64_t group0 = item.tile_row / 16 * 16, group_rows = std::min<int64_t>(16, rows - group0);
+        const int64_t position = group0 * cols + item.tile_col * group_rows + (item.tile_row - group0);
+        EXPECT_GT(position, last) << "groups of 16 rows, column by column: tile (" << item.tile_row << ", "
+                                  << item.tile_col << "), n = " << n;
+        last = position;
         ++covered[static_cast<size_t>(index)];
         const bool below = item.tile_row * 128 > std::min<int64_t>(p.n, (item.tile_col + 1) * 256) - 1;
         EXPECT_EQ(item.k_begin, 0);
