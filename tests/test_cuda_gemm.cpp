@@ -584,8 +584,8 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
 
 TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
   // A Symmetric operand with 16-byte aligned rows is copied as a mirror copy: only its mirrored
-  // triangle and a band above the diagonal (plus a partial last tile's rows and a partial last
-  // k-step's columns), its stored triangle's whole k-steps read from its own storage. The copies
+  // triangle and a band above the diagonal (which also covers a partial last tile's rows) and a
+  // partial last k-step's columns, its stored triangle's whole k-steps read from its own storage. The copies
   // are poisoned with NaN first (ScopedTf32), so a k-step taken from a part the copy does not
   // hold fails the check. Every kernel that takes relaid operands: the wide kernel (forced on
   // and off: the one-barrier-per-step instance), the pipelined kernel (the other operand
