@@ -1721,6 +1721,10 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
     for (int kk = 0; kk < 2; ++kk) {
       const int c = col + 4 * h, k = t + 4 * kk;
       offset[h][kk] = (c >> 5) * 32 * Cfg::kKStep + k * 32 + ((((c & 31) >> 2) ^ k) << 2) + (g & 3);
+      // Kept in a register through the loop. Left visible, the offsets were recomputed from
+      // threadIdx.x in every k-step: about 45 of the step's 227 instructions (Nsight Compute,
+      // docs/structured_gemm.md, "The register-B kernel's offsets").
+      asm volatile("" : "+r"(offset[h][kk]));
     }
   uint32_t f0[2][4] = {}, f1[2][4] = {};
   int stage = 0, round = 0, released = -1;
