@@ -2641,15 +2641,14 @@ bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtenso
   return true;
 }
 
-/// Makes an operand's TMA maps for the wgmma loop; returns which (1: direct, 2: raw). Outer-major
-/// operands get the direct map, k-major ones the raw map, Symmetric ones both (a tile's fast
-/// path lies in the stored or in the mirrored triangle); none for unaligned operands or where
-/// the driver has no encoder, and none where no k-step can come by TMA (fewer than kTile outer
-/// indices or kKStep k: the copies take whole tiles only), so small products launch without
-/// the host-side encoding. outer_major_only (Tf32Loop::WgmmaTmaOuterMajor): the direct map of
-/// non-Symmetric outer-major operands only.
-uint32_t encode_tile_maps(const OperandView<float>& v, int64_t k_extent, bool outer_major_only, CUtensorMap* direct,
-                          CUtensorMap* raw) {
+/// Which TMA maps an operand gets for the wgmma loop (1: direct, 2: raw). Outer-major operands
+/// get the direct map, k-major ones the raw map, Symmetric ones both (a tile's fast path lies in
+/// the stored or in the mirrored triangle); none for unaligned operands or where the driver has
+/// no encoder, and none where no k-step can come by TMA (fewer than kTile outer indices or
+/// kKStep k: the copies take whole tiles only), so small products launch without the host-side
+/// encoding. outer_major_only (Tf32Loop::WgmmaTmaOuterMajor): the direct map of non-Symmetric
+/// outer-major operands only.
+uint32_t tile_maps_wanted(const OperandView<float>& v, int64_t k_extent, bool outer_major_only) {
   if (!v.vector_ok || v.extent < ConfigTf32Wgmma::kTile || k_extent < ConfigTf32Wgmma::kKStep ||
       tensor_map_encoder() == nullptr)
     return 0;
@@ -2657,9 +2656,15 @@ uint32_t encode_tile_maps(const OperandView<float>& v, int64_t k_extent, bool ou
   const bool want_direct = outer_major_only ? v.layout == Layout::OuterMajor && !symmetric
                                             : v.layout == Layout::OuterMajor || symmetric;
   const bool want_raw = !outer_major_only && (v.layout == Layout::KMajor || symmetric);
-  if (want_direct) encode_tile_map(v, k_extent, false, direct);
-  if (want_raw) encode_tile_map(v, k_extent, true, raw);
   return (want_direct ? 1u : 0u) | (want_raw ? 2u : 0u);
+}
+
+/// Encodes the maps `wanted` (tile_maps_wanted) of an operand; the direct map's box has
+/// `direct_rows` outer rows.
+void encode_tile_maps(const OperandView<float>& v, int64_t k_extent, uint32_t wanted, CUtensorMap* direct,
+                      CUtensorMap* raw, cuuint32_t direct_rows) {
+  if (wanted & 1u) encode_tile_map(v, k_extent, false, direct, direct_rows);
+  if (wanted & 2u) encode_tile_map(v, k_extent, true, raw);
 }
 
 /// The wgmma kernel instance of a product whose operands have the TMA maps `has` (TmaMaps::has),
@@ -2765,12 +2770,20 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   args.a.zeros_stored = a_copy != nullptr || p.a.zeros_stored;
   args.b.zeros_stored = b_copy != nullptr || p.b.zeros_stored;
   TmaMaps maps{};
+  bool wide = false;  // the wide kernel's 128 × 256 tiles (its B maps have 256-row boxes)
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();
     if (full_tma(loop) || loop == Tf32Loop::WgmmaTmaOuterMajor) {
       const bool outer_major_only = loop == Tf32Loop::WgmmaTmaOuterMajor;
-      maps.has = encode_tile_maps(args.a, p.k, outer_major_only, &maps.a, &maps.a_raw) |
-                 encode_tile_maps(args.b, p.k, outer_major_only, &maps.b, &maps.b_raw) << 2;
+      const uint32_t a_wanted = tile_maps_wanted(args.a, p.k, outer_major_only);
+      const uint32_t b_wanted = tile_maps_wanted(args.b, p.k, outer_major_only);
+      maps.has = a_wanted | b_wanted << 2;
+      wide = maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All &&
+             args.b.pattern == Pattern::All && cached.wide_items != nullptr &&
+             wide_tiles_pay(p, cached.wide.size(), device);
+      const cuuint32_t b_rows = wide ? WideConfig::kTileN : Cfg::kTile;
+      encode_tile_maps(args.a, p.k, a_wanted, &maps.a, &maps.a_raw, Cfg::kTile);
+      encode_tile_maps(args.b, p.k, b_wanted, &maps.b, &maps.b_raw, b_rows);
       // A mirror copy's stored triangle from the operand's storage (every relayout copy has its
       // direct map: 16-byte rows, and relayout_pays has checked the extents).
       if (a_copy != nullptr && a_copy->stored != nullptr && (maps.has & kADirect)) {
@@ -2778,7 +2791,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
         maps.stored |= 1;
       }
       if (b_copy != nullptr && b_copy->stored != nullptr && (maps.has & kBDirect)) {
-        encode_tile_map(stored_view(args.b, b_copy), p.k, false, &maps.b_stored);
+        encode_tile_map(stored_view(args.b, b_copy), p.k, false, &maps.b_stored, b_rows);
         maps.stored |= 2;
       }
     }
@@ -2801,11 +2814,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
-    if (maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All && args.b.pattern == Pattern::All &&
-        cached.wide_items != nullptr && wide_tiles_pay(p, cached.wide.size(), device)) {
-      encode_tile_map(args.b, p.k, false, &maps.b, WideConfig::kTileN);
-      if (maps.stored & 2)
-        encode_tile_map(stored_view(args.b, b_copy), p.k, false, &maps.b_stored, WideConfig::kTileN);
+    if (wide) {
       args.items = cached.wide_items;
       const int items = static_cast<int>(cached.wide.size());
       const unsigned grid = static_cast<unsigned>(std::min(items, sm_count(device)));
