@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,12 +88,14 @@ struct GemmArgs {
 ///           copy, relayout_outer_major_kernel): the direct map over the operand's own storage,
 ///           from which the k-steps wholly in its stored triangle come (direct_map). `stored`
 ///           says which: bit 0 A, bit 1 B.
+///   c:      the register-B kernel's output, written by TMA stores from shared memory in 128 × 32
+///           boxes (bit kCStore of `has`; store_tile_by_tma).
 struct TmaMaps {
-  CUtensorMap a, b, a_raw, b_raw, a_stored, b_stored;
+  CUtensorMap a, b, a_raw, b_raw, a_stored, b_stored, c;
   uint32_t has;
   uint32_t stored;
 };
-enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8, kBRawBlocks = 16 };
+enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8, kBRawBlocks = 16, kCStore = 32 };
 /// The other configs' stand-in in the shared block body (their kernels take no maps).
 struct NoTmaMaps {};
 template <class Cfg>
@@ -382,6 +385,23 @@ __device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map,
           shared_address(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(row), "r"(shared_address(bar))
       : "memory");
+#endif
+}
+/// Copies the box of `map` that starts at column `inner` of row `row` from shared memory at `src`
+/// to global memory (a TMA store, in the thread's bulk async-group).
+__device__ __forceinline__ void tma_store_tile(const CUtensorMap* map, int inner, int row, const void* src) {
+#if SG_HAS_WGMMA
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(inner), "r"(row), "r"(shared_address(src))
+               : "memory");
+#endif
+}
+/// Closes the thread's bulk async-group and waits until its stores have read their shared memory
+/// (the block may then leave; the writes complete on their own).
+__device__ __forceinline__ void tma_store_wait_read() {
+#if SG_HAS_WGMMA
+  asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #endif
 }
 
@@ -1269,13 +1289,13 @@ __device__ __forceinline__ void accumulator_threads_sync() {
   else __syncthreads();
 }
 
-/// Writes work item `item`'s accumulators (tile at row0, col0). `last_chunk`: a shared int; tid:
-/// threadIdx.x.
+/// A split tile's chunk: stores its partial tile to the workspace; the last chunk to arrive sums
+/// every chunk's partial, in chunk order, into `acc`. True where this block writes the tile (the
+/// last chunk, or an item that is not split). `last_chunk`: a shared int; tid: threadIdx.x.
 template <class Cfg, bool kConsumersOnly = false>
-__device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
-                                           int row0, int col0,
-                                           typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], int& last_chunk,
-                                           int tid) {
+__device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
+                                                  typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol],
+                                                  int& last_chunk, int tid) {
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile;
   constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
@@ -1309,7 +1329,7 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
       }
     }
     accumulator_threads_sync<Cfg, kConsumersOnly>();
-    if (!last_chunk) return;
+    if (!last_chunk) return false;
 #pragma unroll
     for (int i = 0; i < kPerRow; ++i)
 #pragma unroll
@@ -1327,6 +1347,19 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
     }
   }
 
+  return true;
+}
+
+/// Writes work item `item`'s accumulators (tile at row0, col0), once a split tile's chunks are
+/// summed (gather_split_tile). `last_chunk`: a shared int; tid: threadIdx.x.
+template <class Cfg, bool kConsumersOnly = false>
+__device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
+                                           int row0, int col0,
+                                           typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], int& last_chunk,
+                                           int tid) {
+  using T = typename Cfg::Scalar;
+  constexpr int kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
+  if (!gather_split_tile<Cfg, kConsumersOnly>(args, item, acc, last_chunk, tid)) return;
   // ---- epilogue: alpha and the output mask ----------------------------------------------
   const T alpha = args.alpha;
   const OutputMask mask = args.mask;
@@ -1651,6 +1684,52 @@ struct ConfigTf32WgmmaRegisterB : ConfigTf32Wgmma {
   __host__ __device__ static constexpr int col_offset(int j) { return j * kColGroupStride; }
 };
 
+/// The register-B kernel's tile written by TMA stores (TmaMaps::kCStore). The threads put alpha ·
+/// acc, with the Upper mask's zeros, into shared memory (the ring, free once both warpgroups are
+/// done with it) as four boxes of 128 rows × 32 columns in the 128-byte swizzle (16-byte chunk p
+/// of row r at p ^ (r mod 8)), and thread 0 stores the boxes; the copies clip at C's edges. An
+/// empty item (no k-range) stores one box of zeros four times. The block leaves once the copies
+/// have read shared memory. Measured against the accumulator layout's scattered 4-byte stores:
+/// docs/structured_gemm.md, "The register-B kernel's epilogue by TMA".
+__device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, const TmaMaps& maps,
+                                                  const GemmWorkItem& item, int row0, int col0,
+                                                  const float (&acc)[ConfigTf32WgmmaRegisterB::kPerRow]
+                                                                    [ConfigTf32WgmmaRegisterB::kPerCol],
+                                                  unsigned char* smem) {
+  using Out = ConfigTf32WgmmaRegisterB;
+  constexpr int kBoxBytes = Out::kTile * 32 * sizeof(float);
+  static_assert(Out::kTile == 128 && Out::kThreads == 256, "four boxes of 128 × 32; 4 chunks per thread in one");
+  const bool empty = item.k_begin >= item.k_end;
+  __syncthreads();  // every warp is done with the ring
+  if (empty) {
+    const float zeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) store_vec_shared(reinterpret_cast<float*>(smem + 16 * (threadIdx.x + c * 256)), zeros);
+  } else {
+    const float alpha = args.alpha;
+    const bool upper = args.mask == OutputMask::Upper;
+    const int row_base = Out::row_base(), col_base = Out::col_base();
+#pragma unroll
+    for (int i = 0; i < Out::kPerRow; ++i) {
+      const int r = row_base + Out::row_offset(i);
+#pragma unroll
+      for (int j = 0; j < Out::kPerCol; ++j) {
+        const int c = col_base + Out::col_offset(j);
+        const float value = upper && row0 + r > col0 + c ? 0.0f : alpha * acc[i][j];
+        *reinterpret_cast<float*>(smem + (c >> 5) * kBoxBytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) +
+                                  (c & 3) * 4) = value;
+      }
+    }
+  }
+  fence_shared_for_async_proxy();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem + (empty ? 0 : q * kBoxBytes));
+    tma_store_wait_read();
+  }
+}
+
 /// Keeps the compiler from reusing a wgmma group's A fragment registers before the group is known
 /// to be complete (the instruction reads them asynchronously).
 __device__ __forceinline__ void keep_fragments(uint32_t (&frag)[2][4]) {
@@ -1831,7 +1910,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
   for (int i = 0; i < Cfg::kPerRow; ++i)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc_t[j][i] = acc[i][j];
-  write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
+  if (maps.has & kCStore) {
+    if (gather_split_tile<ConfigTf32WgmmaRegisterB, true>(args, item, acc_t, last_chunk, threadIdx.x))
+      store_tile_by_tma(args, maps, item, row0, col0, acc_t, reinterpret_cast<unsigned char*>(a_tiles));
+  } else {
+    write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
+  }
 }
 
 // =============================================================================================
@@ -2182,8 +2266,11 @@ std::vector<GemmWorkItem> split_tiles_evenly(const std::vector<TileWork>& tiles,
 // Capped split: only the tiles longer than the per-slot share of all the work (total k-steps /
 // slots, the ideal makespan) are cut, each into as few chunks as bring it under the share — for
 // skewed tile costs (Upper·Upper) where a few long tiles set the makespan and the guided split
-// would also cut the many short tiles that list scheduling places whole. See
-// capped_split_applies for where it is a candidate.
+// would also cut the many short tiles that list scheduling places whole. A candidate of the
+// configs other than the wgmma loop's, whose plans split the tiles that would finish late
+// instead (split_late_tiles). The mma.sync loop, register-staged throughout, gained from it on
+// Upper·Upper's forward and both its gradients (H100, TF32, N = 4096, 2026-11-23: forward
+// 0.343–0.344 ms → 0.307–0.311).
 std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, int slots, const ConfigTraits& t) {
   int64_t total = 0;
   for (const TileWork& w : tiles) total += w.steps;
@@ -2197,53 +2284,83 @@ std::vector<GemmWorkItem> split_long_tiles(const std::vector<TileWork>& tiles, i
   return items;
 }
 
-// Whether the capped split is a candidate. The model's slots run at a constant speed, so a
-// lone block at the end of the launch counts as slow as one sharing its SM. That holds for
-// register-staged steps (latency-bound), not for the wgmma loop's TMA-fed steps, which speed up
-// when the SM's other block is gone: there the split cost more than the imbalance it removes
-// (H100, TF32, N = 4096, 2026-11-23: Upper·Upper forward 0.175–0.190 ms → 0.183–0.186,
-// dA = triu(G·Bᵀ) unchanged) — except where both operands are k-major in memory, so one of them
-// is staged through registers whatever the ring (dB = triu(Aᵀ·G): 0.258–0.266 ms → 0.215–0.224).
-// The mma.sync loop, register-staged throughout, gains on all three (Upper·Upper forward
-// 0.343–0.344 ms → 0.307–0.311). Also where the tiles with work (`busy_tiles`) fit in one wave
-// of `slots`: no block waits for a slot, so the split's chunks all start at once and the
-// longest tile stops setting the makespan (H100, TF32, N = 2048, 2026-11-24: Dense·Upper,
-// Upper·Dense and Sym·Upper forward 0.85–0.86 of the time, Upper·Sym 0.93; nothing slower at
-// 512 and 1024; docs/structured_gemm.md, "Capped split in one wave"). And for the products of
-// the pipelined kernel (both operands outer-major, one Upper or Lower: dA = triu(G·Bᵀ), the
-// triangular products on copied operands). On that kernel the split pays where it did not on
-// the barrier-per-step loop above (H100, TF32, N = 4096, 2026-11-24: dA 0.128–0.130 ms →
-// 0.118–0.124; 2048 and 8192 within the spread; docs/structured_gemm.md, "Capped split for the
-// pipelined kernel").
-bool capped_split_applies(const GemmProblem& p, GemmTileConfig config, int64_t busy_tiles, int slots) {
-  if (config != GemmTileConfig::Float32Tf32Wgmma) return true;
-  const bool a_k_major = p.a.kind != OperandKind::Symmetric && p.a.trans;   // A[k][m]
-  const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans;  // B[k][n]
-  const bool pipelined = !a_k_major && !b_k_major && p.a.kind != OperandKind::Symmetric &&
-                         p.b.kind != OperandKind::Symmetric && (is_triangular(p.a.kind) || is_triangular(p.b.kind));
-  return (a_k_major && b_k_major) || busy_tiles <= slots || pipelined;
-}
-
-// Panel sharing in L2 (wgmma plans without split). Heaviest first puts tiles of equal cost side
-// by side. Where the cost changes along both tile axes (Upper·Upper's forward: tile (i, j)
-// runs k ∈ [128i, 128j + 128)) those are the tiles of one diagonal, which share no operand
-// panel, so the blocks running at one time read most of both operands. Tiles that start at the
-// same k on a shared panel instead read it in step, each panel step fetched from DRAM once for
-// all of them. So: items by first k, and heaviest first among equal first k (empty tiles, only
-// zeros to write, last). Where heaviest first already grouped such tiles (dA = triu(G·Bᵀ):
-// column j runs k ∈ [128j, n), equal cost down a column; dB and the products with a Dense
-// operand: every tile from k = 0) the order is the same. The heaviest item still starts first
-// when the heaviest tile of a row is never lighter than the next row's (Upper·Upper); the
-// makespan model, with no L2 in it, does not see the difference, so the order is applied after
-// the choice of split. Measured: docs/structured_gemm.md ("Tile order").
-void order_for_shared_panels(std::vector<GemmWorkItem>& items, int k_step, const CostModel& model) {
-  std::stable_sort(items.begin(), items.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) {
-    const bool x_empty = x.k_end <= x.k_begin, y_empty = y.k_end <= y.k_begin;
+// The plans of the wgmma loop (TF32 on sm_90a, schedule Balanced): the tiles in shared-panel
+// order, the ones that would finish late split.
+//
+// Order. Heaviest first puts tiles of equal cost side by side; where the cost changes along both
+// tile axes (Upper·Upper's forward: tile (i, j) runs k ∈ [128i, 128j + 128)) those are the tiles
+// of one diagonal, which share no operand panel, so the blocks running at one time read most of
+// both operands and their copies miss in L2 (Nsight Compute, 2026-11-24: DRAM reads 112 MB
+// against 70 in raster order; a block's k-step 1.05 µs against 0.87 in the order below, timeline
+// of 2026-11-25). Tiles that start at the same k of a shared panel read it in step instead, each
+// panel step fetched from DRAM once for all of them. So: tiles by first k, heaviest first among
+// equal first k, the empty tiles (zeros only) last. For Upper·Upper's forward that is row by
+// row; where every tile starts at k = 0 (dB, the products with a Dense operand) it is heaviest
+// first; for dA = triu(G·Bᵀ) (column j over k ∈ [128j, n)) column by column.
+//
+// Split. In that order a row's long tiles start only when the rows before it have been taken,
+// so a long tile of a middle row can finish well after the rest (timeline of the Upper·Upper
+// forward, 4096, 2026-11-25: tiles (11 … 17, 31), 60 … 84 k-steps, started 49 … 62 µs into a
+// 112 µs launch). So list scheduling is simulated in that order, and each tile that would finish
+// after `target` cycles is cut into as few chunks as end it by then (at most kMaxChunks, each
+// at least min_chunk_steps long); its chunks go together at the tile's place, each to the next
+// free slot. plan_in_panel_order tries targets from the mean load per slot up.
+std::vector<GemmWorkItem> split_late_tiles(std::vector<TileWork> tiles, int slots, const ConfigTraits& t,
+                                           const CostModel& model, double target) {
+  std::stable_sort(tiles.begin(), tiles.end(), [](const TileWork& x, const TileWork& y) {
+    const bool x_empty = x.steps == 0, y_empty = y.steps == 0;
     if (x_empty != y_empty) return y_empty;
     if (x.k_begin != y.k_begin) return x.k_begin < y.k_begin;
-    return item_cost(x, k_step, model) > item_cost(y, k_step, model);
+    return x.steps > y.steps;
   });
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+  for (int s = 0; s < slots; ++s) free_at.push(0.0);
+  std::vector<GemmWorkItem> items;
+  items.reserve(tiles.size());
+  for (const TileWork& w : tiles) {
+    const double start = free_at.top();
+    auto cost = [&](int chunks) {
+      return double(w.steps) / chunks * model.step_cycles + model.fixed_cycles +
+             (chunks > 1 ? model.partial_cycles : 0.0);
+    };
+    const int most = std::min(kMaxChunks, w.steps / t.min_chunk_steps);
+    int chunks = 1;
+    while (chunks < most && start + cost(chunks) > target) ++chunks;
+    const size_t first = items.size();
+    append_chunks(items, w, chunks, t.k_step);
+    for (size_t i = first; i < items.size(); ++i) {
+      const double at = free_at.top();
+      free_at.pop();
+      free_at.push(at + item_cost(items[i], t.k_step, model));
+    }
+  }
+  return items;
 }
+
+// The wgmma plan (split_late_tiles): unsplit, or split for a target from 1.00 to 1.60 times the
+// mean load per slot, whichever the model gives the shortest makespan (a split must win by 2 %).
+// Measured against the plans of then (guided, even and capped splits chosen in heaviest-first
+// order, the shared-panel order for unsplit plans only): docs/structured_gemm.md, "Late tiles
+// split in shared-panel order". Returns the modelled makespan.
+double plan_in_panel_order(const std::vector<TileWork>& tiles, int slots, const ConfigTraits& t,
+                           const CostModel& model, std::vector<GemmWorkItem>& items) {
+  double load = 0;
+  for (const TileWork& w : tiles) load += w.steps * model.step_cycles + model.fixed_cycles;
+  load /= slots;
+  items = split_late_tiles(tiles, slots, t, model, std::numeric_limits<double>::infinity());
+  double best = simulate_makespan(items, slots, t.k_step, model);
+  for (int percent = 100; percent <= 160; percent += 2) {
+    std::vector<GemmWorkItem> split = split_late_tiles(tiles, slots, t, model, load * percent / 100.0);
+    const double cycles = simulate_makespan(split, slots, t.k_step, model);
+    if (cycles < 0.98 * best) {
+      best = cycles;
+      items = std::move(split);
+    }
+  }
+  return best;
+}
+
+
 
 }  // namespace
 
@@ -2280,20 +2397,23 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   best.k_step = t.k_step;
   best.slots = slots;
   double best_cycles = -1;
-  // Candidates: no split, the guided split at three granularities, the even split that fills one
-  // wave and the capped split of the long tiles.
+  if (config == GemmTileConfig::Float32Tf32Wgmma && schedule == GemmSchedule::Balanced)
+    best_cycles = plan_in_panel_order(tiles, slots, t, model, best.items);
+  // The other configs: no split, the guided split at three granularities, the even split that
+  // fills one wave and the capped split of the long tiles, each in heaviest-first order.
   enum class Split { Guided, Even, Capped };
   struct Candidate {
     Split split;
     double value;  // Guided: granularity (0: no split); Even: chunks per tile
   };
-  std::vector<Candidate> candidates{{Split::Guided, 0.0}};
-  if (schedule == GemmSchedule::Balanced) {
+  std::vector<Candidate> candidates;
+  if (best_cycles < 0) candidates.push_back({Split::Guided, 0.0});
+  if (best_cycles < 0 && schedule == GemmSchedule::Balanced) {
     for (const double granularity : {4.0, 2.0, 1.0}) candidates.push_back({Split::Guided, granularity});
     const int64_t busy = std::count_if(tiles.begin(), tiles.end(), [](const TileWork& w) { return w.steps > 0; });
     const int chunks = busy > 0 ? static_cast<int>(std::min<int64_t>(kMaxChunks, slots / busy)) : 0;
     if (chunks >= 2) candidates.push_back({Split::Even, double(chunks)});
-    if (capped_split_applies(p, config, busy, slots)) candidates.push_back({Split::Capped, 0.0});
+    candidates.push_back({Split::Capped, 0.0});
   }
   for (const Candidate& candidate : candidates) {
     std::vector<GemmWorkItem> items =
@@ -2310,9 +2430,6 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
       best.items = std::move(items);
     }
   }
-  if (config == GemmTileConfig::Float32Tf32Wgmma && schedule == GemmSchedule::Balanced &&
-      std::all_of(best.items.begin(), best.items.end(), [](const GemmWorkItem& item) { return item.chunk_count == 1; }))
-    order_for_shared_panels(best.items, t.k_step, model);
   best.estimated_cycles = best_cycles;
   double total = 0;
   for (const GemmWorkItem& item : best.items) total += item_cost(item, t.k_step, model);
@@ -2437,7 +2554,7 @@ int blocks_per_sm(GemmTileConfig config) {
   return 1;
 }
 
-// The plan depends on sizes, kinds, transposition (the layouts: capped_split_applies), mask,
+// The plan depends on sizes, kinds, transposition (the k-ranges), mask,
 // dtype, device and schedule — not on pointers or alpha, so products of one shape share an entry.
 using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int, int>;
 
@@ -2451,6 +2568,7 @@ std::atomic<int64_t> pipelined_launch_count{0};
 std::atomic<int> current_register_b{static_cast<int>(RegisterB::Auto)};
 std::atomic<int64_t> register_b_launch_count{0};
 std::atomic<int64_t> raw_block_map_launch_count{0};
+std::atomic<int64_t> tma_store_launch_count{0};
 std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int64_t> wide_launch_count{0};
 
@@ -2638,6 +2756,24 @@ bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtenso
                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   SG_CHECK(result == CUDA_SUCCESS, "structured gemm: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(result),
            ") for the column blocks of a ", v.extent, "x", k_extent, " operand with leading dimension ", v.ld);
+  return true;
+}
+
+/// Encodes `map` over the output C (m × n, row stride ldc) in boxes of 128 rows × 32 columns with
+/// the 128-byte swizzle, for store_tile_by_tma. False where TMA cannot write C (16-byte aligned
+/// rows needed) or where the mask is Symmetric (its mirror writes go outside the tile).
+bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map) {
+  if (!args.c_vector_ok || args.mask == OutputMask::Symmetric || tensor_map_encoder() == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(args.n), static_cast<cuuint64_t>(args.m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(args.ldc) * sizeof(float)};
+  const cuuint32_t box[2] = {32, ConfigTf32Wgmma::kTile};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult result =
+      tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, args.c, dims, strides, box, element_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  SG_CHECK(result == CUDA_SUCCESS, "structured gemm: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(result),
+           ") for a ", args.m, "x", args.n, " output with leading dimension ", args.ldc);
   return true;
 }
 
@@ -2832,6 +2968,12 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
         maps.has |= kBRawBlocks;
         raw_block_map_launch_count.fetch_add(1, std::memory_order_relaxed);
       }
+      // The register-B kernel writes its tiles by TMA stores where C takes them (measured:
+      // docs/structured_gemm.md, "The register-B kernel's epilogue by TMA").
+      if (chosen.launches == &register_b_launch_count && encode_output_map(args, &maps.c)) {
+        maps.has |= kCStore;
+        tma_store_launch_count.fetch_add(1, std::memory_order_relaxed);
+      }
       chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH(chosen.name);
       if (chosen.launches != nullptr) chosen.launches->fetch_add(1, std::memory_order_relaxed);
@@ -2987,6 +3129,7 @@ RegisterB register_b() { return static_cast<RegisterB>(current_register_b.load()
 int64_t register_b_launches() { return register_b_launch_count.load(); }
 
 int64_t raw_block_map_launches() { return raw_block_map_launch_count.load(); }
+int64_t tma_store_launches() { return tma_store_launch_count.load(); }
 
 void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
 

@@ -130,6 +130,8 @@ int64_t register_b_launches();
 /// Those of them that copied each k-step of B as one 3-D box (B's rows hold whole 32-column
 /// blocks: ldb at least n rounded up to 32) rather than four 32 × 32 boxes (for the tests).
 int64_t raw_block_map_launches();
+/// Launches of the register-B kernel that wrote their tiles by TMA stores (TmaMaps::kCStore).
+int64_t tma_store_launches();
 /// Whether wgmma products whose operands both come directly and are Dense run on the wide
 /// kernel (128 × 256 tiles, persistent, one block per SM). Auto: where its blocks' rounds of
 /// items are at least 80 % full, except under an Upper mask (docs/structured_gemm.md, "The wide
