@@ -397,6 +397,12 @@ __device__ __forceinline__ void tma_store_tile(const CUtensorMap* map, int inner
                : "memory");
 #endif
 }
+/// Closes the thread's bulk async-group (its stores so far).
+__device__ __forceinline__ void tma_store_commit() {
+#if SG_HAS_WGMMA
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
 /// Closes the thread's bulk async-group and waits until its stores have read their shared memory
 /// (the block may then leave; the writes complete on their own).
 __device__ __forceinline__ void tma_store_wait_read() {
@@ -1726,7 +1732,31 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem + (empty ? 0 : q * kBoxBytes));
+    if (empty && item.mirror_zeros) {  // the mirror tile's zeros from the same box
+#pragma unroll
+      for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, row0 + 32 * q, col0, smem);
+    }
     tma_store_wait_read();
+  }
+}
+
+/// The zeros of the mirror tile (tile_col, tile_row) of a non-empty item (GemmWorkItem::
+/// mirror_zeros), stored while the item's first copies are in flight: the threads zero `box` (one
+/// 128 × 32 box of the ring, free until its stage is first loaded) and thread 0 stores it four
+/// times. Thread 0 waits until the stores have read it before that load (consume_steps_register_b)
+/// or, where it comes first, before the block leaves.
+__device__ __forceinline__ void store_mirror_zeros(const TmaMaps& maps, int row0, int col0, float* box) {
+  static_assert(ConfigTf32WgmmaRegisterB::kTile == 128 && ConfigTf32WgmmaRegisterB::kThreads == 256,
+                "one box of 128 × 32 floats, 4 chunks per thread");
+  const float zeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < 4; ++c) store_vec_shared(box + 4 * (threadIdx.x + c * 256), zeros);
+  fence_shared_for_async_proxy();
+  named_barrier_sync(kConsumerBarrier, ConfigTf32WgmmaRegisterB::kThreads);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, row0 + 32 * q, col0, box);
+    tma_store_commit();
   }
 }
 
@@ -1790,6 +1820,7 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
     for (int s = 0, k0 = item.k_begin; s < kPipelineStages - 1 && k0 < item.k_end; ++s, k0 += Cfg::kKStep)
       issue_register_b_step<Cfg>(maps, k0, row0, col0, a_tiles[s], b_raw[s], full + s);
   }
+  if (item.mirror_zeros) store_mirror_zeros(maps, row0, col0, b_raw[kPipelineStages - 1]);
   int ahead_stage = kPipelineStages - 1, ahead_round = 0;  // the buffer of step t + 2
   const int t = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, col = Out::col_base();  // col: tile column
   // offset[h][kk]: the raw tile index of this thread's column col + 4h at k = t + 4kk (slice 0).
@@ -1836,6 +1867,7 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
     const int k_ahead = k0 + (kPipelineStages - 1) * Cfg::kKStep;
     if (producer && k_ahead < item.k_end) {
       if (ahead_round > 0) mbarrier_wait(empty + ahead_stage, (ahead_round - 1) & 1);
+      else if (item.mirror_zeros) tma_store_wait_read();  // the mirror's zeros have left b_raw[2]
       issue_register_b_step<Cfg>(maps, k_ahead, row0, col0, a_tiles[ahead_stage], b_raw[ahead_stage],
                                  full + ahead_stage);
     }
@@ -1913,6 +1945,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
   if (maps.has & kCStore) {
     if (gather_split_tile<ConfigTf32WgmmaRegisterB, true>(args, item, acc_t, last_chunk, threadIdx.x))
       store_tile_by_tma(args, maps, item, row0, col0, acc_t, reinterpret_cast<unsigned char*>(a_tiles));
+    else if (item.mirror_zeros && threadIdx.x == 0)
+      tma_store_wait_read();  // a chunk that leaves the tile to another: its mirror stores have read b_raw[2]
   } else {
     write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
   }
@@ -2492,6 +2526,24 @@ std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p) {
   return items;
 }
 
+std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const GemmWorkPlan& plan) {
+  SG_CHECK(p.mask == OutputMask::Upper && p.m == p.n,
+           "items_with_mirror_zeros: needs a square product under an Upper mask, got ", p.m, "x", p.n);
+  std::vector<GemmWorkItem> items;
+  items.reserve(plan.items.size());
+  for (const GemmWorkItem& item : plan.items) {
+    // Square tiles on a square grid: tile (i, j) lies wholly below the diagonal exactly where i > j.
+    if (item.tile_row > item.tile_col) {
+      SG_CHECK(item.k_begin >= item.k_end, "items_with_mirror_zeros: tile (", item.tile_row, ", ", item.tile_col,
+               ") below the diagonal has a k-range");
+      continue;
+    }
+    items.push_back(item);
+    items.back().mirror_zeros = item.tile_row < item.tile_col && item.chunk == 0;
+  }
+  return items;
+}
+
 // =============================================================================================
 // Launcher: plan cache, workspace, launch.
 // =============================================================================================
@@ -2569,6 +2621,7 @@ std::atomic<int> current_register_b{static_cast<int>(RegisterB::Auto)};
 std::atomic<int64_t> register_b_launch_count{0};
 std::atomic<int64_t> raw_block_map_launch_count{0};
 std::atomic<int64_t> tma_store_launch_count{0};
+std::atomic<int64_t> mirror_zero_launch_count{0};
 std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int64_t> wide_launch_count{0};
 
@@ -2586,6 +2639,10 @@ struct CachedPlan {
   // outer-major Dense; empty otherwise.
   std::vector<GemmWorkItem> wide;
   const GemmWorkItem* wide_items = nullptr;
+  // The plan's items without the tiles below the diagonal (items_with_mirror_zeros), for wgmma
+  // products under an Upper mask; empty otherwise.
+  std::vector<GemmWorkItem> mirrored;
+  const GemmWorkItem* mirrored_items = nullptr;
 };
 
 struct PlanCache {
@@ -2656,25 +2713,34 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const bool both_outer_major_dense =
       p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
   if (wgmma && both_outer_major_dense) entry->wide = wide_tile_items(p);
+  if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
 
-  // Upload once: items, counters (zeroed), wide items; the host vectors stay in the entry, so
-  // they outlive the asynchronous copies.
+  // Upload once: items, counters (zeroed), then the other item lists; the host vectors stay in
+  // the entry, so they outlive the asynchronous copies.
   const size_t item_bytes = plan.items.size() * sizeof(GemmWorkItem);
   const size_t counter_bytes = static_cast<size_t>(plan.split_tiles) * sizeof(int);
-  const size_t wide_offset = (item_bytes + counter_bytes + sizeof(GemmWorkItem) - 1) / sizeof(GemmWorkItem) *
-                             sizeof(GemmWorkItem);
+  auto aligned = [](size_t bytes) {
+    return (bytes + sizeof(GemmWorkItem) - 1) / sizeof(GemmWorkItem) * sizeof(GemmWorkItem);
+  };
+  const size_t wide_offset = aligned(item_bytes + counter_bytes);
   const size_t wide_bytes = entry->wide.size() * sizeof(GemmWorkItem);
-  entry->device_table = std::make_unique<Storage>(wide_offset + wide_bytes, Device(DeviceType::CUDA, device));
+  const size_t mirrored_offset = wide_offset + wide_bytes;
+  const size_t mirrored_bytes = entry->mirrored.size() * sizeof(GemmWorkItem);
+  entry->device_table = std::make_unique<Storage>(mirrored_offset + mirrored_bytes, Device(DeviceType::CUDA, device));
   auto* base = static_cast<char*>(entry->device_table->data);
   entry->items = reinterpret_cast<const GemmWorkItem*>(base);
   entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
   const cudaStream_t st = stream(device);
   SG_CUDA_CHECK(cudaMemcpyAsync(base, plan.items.data(), item_bytes, cudaMemcpyHostToDevice, st));
   if (counter_bytes > 0) SG_CUDA_CHECK(cudaMemsetAsync(base + item_bytes, 0, counter_bytes, st));
-  if (wide_bytes > 0) {
-    entry->wide_items = reinterpret_cast<const GemmWorkItem*>(base + wide_offset);
-    SG_CUDA_CHECK(cudaMemcpyAsync(base + wide_offset, entry->wide.data(), wide_bytes, cudaMemcpyHostToDevice, st));
-  }
+  auto upload = [&](const std::vector<GemmWorkItem>& items, size_t offset) -> const GemmWorkItem* {
+    if (items.empty()) return nullptr;
+    SG_CUDA_CHECK(cudaMemcpyAsync(base + offset, items.data(), items.size() * sizeof(GemmWorkItem),
+                                  cudaMemcpyHostToDevice, st));
+    return reinterpret_cast<const GemmWorkItem*>(base + offset);
+  };
+  entry->wide_items = upload(entry->wide, wide_offset);
+  entry->mirrored_items = upload(entry->mirrored, mirrored_offset);
   return *cache.plans.emplace(key, std::move(entry)).first->second;
 }
 
@@ -2970,11 +3036,19 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       }
       // The register-B kernel writes its tiles by TMA stores where C takes them (measured:
       // docs/structured_gemm.md, "The register-B kernel's epilogue by TMA").
+      unsigned grid = blocks;
       if (chosen.launches == &register_b_launch_count && encode_output_map(args, &maps.c)) {
         maps.has |= kCStore;
         tma_store_launch_count.fetch_add(1, std::memory_order_relaxed);
+        // The tiles below the diagonal zeroed by their mirror tiles' blocks (measured:
+        // docs/structured_gemm.md, "Zeros stored by the mirror tile").
+        if (cached.mirrored_items != nullptr) {
+          args.items = cached.mirrored_items;
+          grid = static_cast<unsigned>(cached.mirrored.size());
+          mirror_zero_launch_count.fetch_add(1, std::memory_order_relaxed);
+        }
       }
-      chosen.kernel<<<blocks, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
+      chosen.kernel<<<grid, chosen.threads, Cfg::kDynamicSmemTma, stream(device)>>>(args, maps);
       SG_CUDA_CHECK_LAUNCH(chosen.name);
       if (chosen.launches != nullptr) chosen.launches->fetch_add(1, std::memory_order_relaxed);
       return;
@@ -3130,6 +3204,7 @@ int64_t register_b_launches() { return register_b_launch_count.load(); }
 
 int64_t raw_block_map_launches() { return raw_block_map_launch_count.load(); }
 int64_t tma_store_launches() { return tma_store_launch_count.load(); }
+int64_t mirror_zero_launches() { return mirror_zero_launch_count.load(); }
 
 void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
 

@@ -31,13 +31,15 @@ const char* tile_config_name(GemmTileConfig config);
 /// tile_col). A tile whose k-range was split has chunk_count > 1 chunks; each writes its
 /// partial tile to partial slot partial_index + chunk and the last to arrive (arrival
 /// counter counter_index) sums them in chunk order and writes C. An empty k-range writes
-/// the tile as alpha·0 (and the mask's zeros).
+/// the tile as alpha·0 (and the mask's zeros). mirror_zeros: the item also writes the mirror
+/// tile (tile_col, tile_row) as zeros (items_with_mirror_zeros).
 struct GemmWorkItem {
   int32_t tile_row = 0, tile_col = 0;
   int32_t k_begin = 0, k_end = 0;
   int32_t chunk = 0, chunk_count = 1;
   int32_t counter_index = -1;
   int32_t partial_index = -1;
+  int32_t mirror_zeros = 0;
 };
 
 /// The schedule of one problem shape on one device (what the launcher caches).
@@ -74,6 +76,13 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
 /// diagonal under a Symmetric mask, with an empty k-range (zeros) for those under an Upper mask.
 /// Pure host code.
 std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p);
+
+/// The items of `plan` (for `p`, whose mask is Upper) without the tiles below the diagonal: each
+/// tile above it has its first chunk write the zeros of its mirror tile too (mirror_zeros), so
+/// the zeros cost no block of their own. Order and splits as in `plan`. The register-B kernel runs
+/// these where it writes its tiles by TMA stores (docs/structured_gemm.md, "Zeros stored by the
+/// mirror tile"). Pure host code.
+std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const GemmWorkPlan& plan);
 
 /// Sets the schedule of every later launch (process-wide; for benchmarks and tests).
 void set_gemm_schedule(GemmSchedule schedule);
@@ -132,6 +141,9 @@ int64_t register_b_launches();
 int64_t raw_block_map_launches();
 /// Launches of the register-B kernel that wrote their tiles by TMA stores (TmaMaps::kCStore).
 int64_t tma_store_launches();
+/// Those of them whose tiles below the diagonal were written by their mirror tiles' blocks
+/// (items_with_mirror_zeros).
+int64_t mirror_zero_launches();
 /// Whether wgmma products whose operands both come directly and are Dense run on the wide
 /// kernel (128 × 256 tiles, persistent, one block per SM). Auto: where its blocks' rounds of
 /// items are at least 80 % full, except under an Upper mask (docs/structured_gemm.md, "The wide

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -496,11 +497,25 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   for (const auto& [n, pad, one_box] : {std::tuple<int64_t, int64_t, bool>{640, 0, true}, {300, 20, true},
                                         {300, 0, false}, {300, 4, false}, {302, 2, false}}) {
     const int64_t launches = cu::register_b_launches(), one_box_launches = cu::raw_block_map_launches();
-    const int64_t store_launches = cu::tma_store_launches();
+    const int64_t store_launches = cu::tma_store_launches(), mirror_launches = cu::mirror_zero_launches();
     SG_EXPECT_PRODUCT_PADDED(kCuda0, square(n, upper, upper, OutputMask::Upper), sg::kFloat32, rng, pad);
     EXPECT_EQ(cu::register_b_launches() - launches, 1) << "n = " << n << ", pad " << pad;
     EXPECT_EQ(cu::raw_block_map_launches() - one_box_launches, one_box ? 1 : 0) << "n = " << n << ", pad " << pad;
     EXPECT_EQ(cu::tma_store_launches() - store_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
+    // The tiles below the diagonal written by their mirror tiles' blocks, with the TMA stores only.
+    EXPECT_EQ(cu::mirror_zero_launches() - mirror_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
+  }
+  // Mirror zeros from empty items too: A Upper of 300 × 100 leaves the tile rows past k = 100 with
+  // no k-range, so tile (1, 2) above the diagonal is empty and writes its mirror (2, 1) from the
+  // same zero box. Under a Full mask nothing is mirrored.
+  GemmProblem short_k = square(300, upper, dense, OutputMask::Upper);
+  short_k.k = 100;
+  for (const GemmProblem& p : {short_k, square(300, dense, upper, OutputMask::Full)}) {
+    const int64_t launches = cu::register_b_launches(), mirror_launches = cu::mirror_zero_launches();
+    SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+    EXPECT_EQ(cu::register_b_launches() - launches, 1) << describe(p, sg::kFloat32);
+    EXPECT_EQ(cu::mirror_zero_launches() - mirror_launches, p.mask == OutputMask::Upper ? 1 : 0)
+        << describe(p, sg::kFloat32);
   }
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
     cu::set_tf32_loop(loop);
@@ -719,6 +734,7 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreAtLeastFourFifthsFull) {
 using sg::detail::cuda::GemmSchedule;
 using sg::detail::cuda::GemmWorkItem;
 using sg::detail::cuda::plan_structured_gemm;
+using sg::detail::cuda::items_with_mirror_zeros;
 
 /// Multiply-adds a plan issues, counting whole tiles (edge tiles at full size).
 double planned_macs(const GemmWorkPlan& plan) {
@@ -921,6 +937,49 @@ TEST(CudaGemmPlanner, WgmmaPlansRunTilesInSharedPanelOrderAndSplitTheLateOnes) {
                                  132 * 2, 2)
                 .split_tiles,
             0);
+}
+
+TEST(CudaGemmPlanner, MirrorZerosDropTheTilesBelowTheDiagonal) {
+  // items_with_mirror_zeros: the plan's items in the plan's order without the tiles below the
+  // diagonal (each of them empty), and the first chunk of every tile above it marked to write its
+  // mirror's zeros, so each tile below is written exactly once. Upper·Upper's forward, dA and dB,
+  // with edge tiles (300, 1000) and split tiles (4096); a mask other than Upper is refused.
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
+  for (int64_t n : {300, 1000, 4096}) {
+    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, lower_t, OutputMask::Upper),
+                                 square(n, lower_t, upper, OutputMask::Upper)}) {
+      const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+      const std::vector<GemmWorkItem> items = items_with_mirror_zeros(p, plan);
+      const std::string what = describe(p, sg::kFloat32) + ": " + plan.summary();
+      std::vector<GemmWorkItem> kept;
+      std::set<std::pair<int, int>> below;
+      for (const GemmWorkItem& item : plan.items) {
+        if (item.tile_row > item.tile_col) {
+          EXPECT_GE(item.k_begin, item.k_end) << what;
+          below.insert({item.tile_row, item.tile_col});
+        } else {
+          kept.push_back(item);
+        }
+      }
+      ASSERT_EQ(items.size(), kept.size()) << what;
+      std::set<std::pair<int, int>> mirrored;
+      for (size_t i = 0; i < items.size(); ++i) {
+        const GemmWorkItem &item = items[i], &same = kept[i];
+        ASSERT_TRUE(item.tile_row == same.tile_row && item.tile_col == same.tile_col && item.k_begin == same.k_begin &&
+                    item.k_end == same.k_end && item.chunk == same.chunk && item.chunk_count == same.chunk_count &&
+                    item.counter_index == same.counter_index && item.partial_index == same.partial_index)
+            << what << ", item " << i;
+        EXPECT_EQ(item.mirror_zeros != 0, item.tile_row < item.tile_col && item.chunk == 0) << what << ", item " << i;
+        if (item.mirror_zeros) EXPECT_TRUE(mirrored.insert({item.tile_col, item.tile_row}).second) << what;
+      }
+      const int64_t tiles = (n + 127) / 128;
+      EXPECT_EQ(below.size(), static_cast<size_t>(tiles * (tiles - 1) / 2)) << what;
+      EXPECT_EQ(mirrored, below) << what;
+    }
+  }
+  const GemmProblem full = square(300, dense, upper, OutputMask::Full);
+  const GemmWorkPlan plan = plan_structured_gemm(full, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
+  EXPECT_THROW(items_with_mirror_zeros(full, plan), sg::Error);
 }
 
 TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
