@@ -406,8 +406,9 @@ __device__ __forceinline__ void tma_store_commit() {
 /// Closes the thread's bulk async-group and waits until its stores have read their shared memory
 /// (the block may then leave; the writes complete on their own).
 __device__ __forceinline__ void tma_store_wait_read() {
+  tma_store_commit();
 #if SG_HAS_WGMMA
-  asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #endif
 }
 
@@ -1690,6 +1691,16 @@ struct ConfigTf32WgmmaRegisterB : ConfigTf32Wgmma {
   __host__ __device__ static constexpr int col_offset(int j) { return j * kColGroupStride; }
 };
 
+/// Zeros one 128 × 32 box of floats (16 KB) in shared memory: 4 of its 16-byte chunks per thread of
+/// the register-B kernel's 256.
+__device__ __forceinline__ void zero_shared_box(unsigned char* box) {
+  static_assert(ConfigTf32WgmmaRegisterB::kTile == 128 && ConfigTf32WgmmaRegisterB::kThreads == 256,
+                "one box of 128 × 32 floats, 4 chunks per thread");
+  const float zeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < 4; ++c) store_vec_shared(reinterpret_cast<float*>(box + 16 * (threadIdx.x + c * 256)), zeros);
+}
+
 /// The register-B kernel's tile written by TMA stores (TmaMaps::kCStore). The threads put alpha ·
 /// acc, with the Upper mask's zeros, into shared memory (the ring, free once both warpgroups are
 /// done with it) as four boxes of 128 rows × 32 columns in the 128-byte swizzle (16-byte chunk p
@@ -1704,13 +1715,11 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
                                                   unsigned char* smem) {
   using Out = ConfigTf32WgmmaRegisterB;
   constexpr int kBoxBytes = Out::kTile * 32 * sizeof(float);
-  static_assert(Out::kTile == 128 && Out::kThreads == 256, "four boxes of 128 × 32; 4 chunks per thread in one");
+  static_assert(Out::kTile == 128, "four boxes of 128 × 32");
   const bool empty = item.k_begin >= item.k_end;
   __syncthreads();  // every warp is done with the ring
   if (empty) {
-    const float zeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int c = 0; c < 4; ++c) store_vec_shared(reinterpret_cast<float*>(smem + 16 * (threadIdx.x + c * 256)), zeros);
+    zero_shared_box(smem);
   } else {
     const float alpha = args.alpha;
     const bool upper = args.mask == OutputMask::Upper;
@@ -1746,11 +1755,7 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
 /// times. Thread 0 waits until the stores have read it before that load (consume_steps_register_b)
 /// or, where it comes first, before the block leaves.
 __device__ __forceinline__ void store_mirror_zeros(const TmaMaps& maps, int row0, int col0, float* box) {
-  static_assert(ConfigTf32WgmmaRegisterB::kTile == 128 && ConfigTf32WgmmaRegisterB::kThreads == 256,
-                "one box of 128 × 32 floats, 4 chunks per thread");
-  const float zeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-  for (int c = 0; c < 4; ++c) store_vec_shared(box + 4 * (threadIdx.x + c * 256), zeros);
+  zero_shared_box(reinterpret_cast<unsigned char*>(box));
   fence_shared_for_async_proxy();
   named_barrier_sync(kConsumerBarrier, ConfigTf32WgmmaRegisterB::kThreads);
   if (threadIdx.x == 0) {
