@@ -32,6 +32,7 @@ struct Options {
   int reps = 15;
   std::string csv;
   bool tf32 = false;
+  bool fma = false;       // exact float32 on the FFMA loop even where the FP64 tensor cores run (the ablation)
   bool mma_sync = false;  // TF32 on the mma.sync loop even where wgmma runs (the ablation)
   bool no_tma = false;    // TF32 on the wgmma loop with every tile staged through registers
   bool tma_outer_major = false;  // TF32 on the wgmma loop, TMA for outer-major operands only
@@ -71,6 +72,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--reps") o.reps = std::stoi(next());
     else if (arg == "--csv") o.csv = next();
     else if (arg == "--tf32") o.tf32 = true;
+    else if (arg == "--fma") o.fma = true;
     else if (arg == "--mma-sync") o.mma_sync = true;
     else if (arg == "--no-tma") o.no_tma = true;
     else if (arg == "--tma-outer-major") o.tma_outer_major = true;
@@ -96,7 +98,7 @@ Options parse(int argc, char** argv) {
                                    : GemmSchedule::HeaviestFirst;
     } else {
       std::fprintf(stderr,
-                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] "
+                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] "
                    "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always] [--register-b auto|never|always]] "
                    "[--schedule balanced|heaviest-first|raster]\n");
       std::exit(2);
@@ -377,6 +379,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (options.tf32) sg::set_matmul_precision(sg::Precision::TF32);
+    if (options.fma) sg::detail::cuda::set_fp32_loop(sg::detail::cuda::Fp32Loop::Fma);
     if (options.mma_sync) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
     if (options.no_tma) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
     if (options.tma_outer_major) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
@@ -393,7 +396,8 @@ int main(int argc, char** argv) {
                                                                      : sg::detail::cuda::RegisterB::Always);
     std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s, register B %s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),
-                !options.tf32          ? "exact (FFMA)"
+                !options.tf32 && options.fma ? "exact (FFMA loop forced)"
+                : !options.tf32        ? "exact (FP64 tensor cores where they run at full rate, else FFMA)"
                 : options.mma_sync     ? "TF32 (tensor cores, mma.sync loop)"
                 : options.no_tma       ? "TF32 (tensor cores, register-staged tiles)"
                 : options.tma_outer_major ? "TF32 (tensor cores, TMA for outer-major operands only)"

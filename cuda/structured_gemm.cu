@@ -72,7 +72,7 @@ struct GemmArgs {
   bool c_vector_ok;
   const GemmWorkItem* items;
   int* counters;     // one arrival counter per split tile, 0 between launches
-  T* partials;       // partial_tiles × kTile² workspace
+  T* partials;       // partial_tiles × kTile² workspace, of the config's accumulator type (Acc)
 };
 
 /// wgmma loop only: TMA maps of the operands, a separate kernel parameter (__grid_constant__,
@@ -115,11 +115,13 @@ using TmaMapsOf = std::conditional_t<Cfg::kWgmma, TmaMaps, NoTmaMaps>;
 // step t; one __syncthreads per k-step.
 // =============================================================================================
 
-/// The inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores, or TF32 tensor-core
-/// MMAs for float32 in TF32 mode — mma.sync m16n8k8 (sm_80 and newer, per warp, fragments
-/// from shared memory through registers) or wgmma m64n128k8 (sm_90a, per warpgroup of 4 warps,
-/// both operands read by the tensor cores straight from shared memory).
-enum class InnerLoop { Fma, Tf32Mma, Tf32Wgmma };
+/// The inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores; for exact float32
+/// on compute capability 9.0, FP64 tensor-core MMAs (mma.sync m16n8k8 .f64: the float32 values
+/// widened exactly, products exact, sums in float64, one rounding to float32 at the end); or TF32
+/// tensor-core MMAs for float32 in TF32 mode — mma.sync m16n8k8 (sm_80 and newer, per warp,
+/// fragments from shared memory through registers) or wgmma m64n128k8 (sm_90a, per warpgroup of 4
+/// warps, both operands read by the tensor cores straight from shared memory).
+enum class InnerLoop { Fma, F64Mma, Tf32Mma, Tf32Wgmma };
 
 template <typename T, int kTile_, int kKStep_, int kThreads_, int kColGroups_, int kMinBlocks_,
           InnerLoop kInner_ = InnerLoop::Fma>
@@ -127,8 +129,13 @@ struct TileConfig {
   using Scalar = T;
   static constexpr InnerLoop kInner = kInner_;
   static constexpr bool kMma = kInner_ == InnerLoop::Tf32Mma;
+  static constexpr bool kDmma = kInner_ == InnerLoop::F64Mma;
   static constexpr bool kWgmma = kInner_ == InnerLoop::Tf32Wgmma;
   static constexpr bool kTensorCores = kMma || kWgmma;  // operands rounded to TF32 when staged
+  static constexpr bool kFragments = kTensorCores || kDmma;  // accumulators in the m16n8 fragment layout
+  // The accumulators: float64 for the FP64 MMA loop (its float32 tiles widened in registers),
+  // else the element type.
+  using Acc = std::conditional_t<kDmma, double, T>;
   static constexpr int kThreads = kThreads_;
   static constexpr int kTile = kTile_;                           // BM = BN
   static constexpr int kTileN = kTile_;                          // (the wide kernel's config: BN = 2·BM)
@@ -136,7 +143,8 @@ struct TileConfig {
   static constexpr int kRowGroups = kTile / 64;                  // 4-row blocks per thread (FMA)
   static constexpr int kColGroups = kColGroups_;                 // 4-column blocks per thread (FMA)
   // Outputs per thread: the FMA and mma.sync loops as set by the groups; the wgmma loop as its
-  // accumulator fragment (rows g, g + 8 of 16 n8 blocks: 2 × kTile/4).
+  // accumulator fragment (rows g, g + 8 of 16 n8 blocks: 2 × kTile/4). The mma.sync loops' warp
+  // tiles: TF32 64 × 64 (4 warps), FP64 64 × 32 (8 warps; 64 float64 accumulators per thread).
   static constexpr int kPerRow = kWgmma ? 2 : 4 * kRowGroups;
   static constexpr int kPerCol = kWgmma ? kTile / 4 : 4 * kColGroups;
   static constexpr int kThreadRows = kTile / kPerRow;
@@ -153,7 +161,7 @@ struct TileConfig {
   // (TF32 wgmma reads K-major operands only), 128-byte rows in the 128-byte swizzle of the
   // PTX ISA (16-byte chunk c of row r at chunk c ^ (r mod 8)); kStride = kTile keeps the
   // tile kTile·kKStep elements.
-  static constexpr int kStride = kWgmma ? kTile : kTile + (kMma ? 8 : kVec);
+  static constexpr int kStride = kWgmma ? kTile : kTile + (kMma || kDmma ? 8 : kVec);
   static constexpr int kMinBlocks = kMinBlocks_;
   // Two shared buffers per operand: step t is multiplied while step t+1 is stored. (A third
   // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100:
@@ -178,12 +186,18 @@ struct TileConfig {
   //         rows g and g + 8 of each (g = lane / 4) and columns 2t, 2t + 1 (t = lane % 4).
   //  wgmma: warpgroup w owns rows 64w … 64w + 63 and all kTile columns; warp q of it rows
   //         16q … 16q + 15, in the m16n8 fragment layout of each n8 block.
-  static constexpr int kRowGroup = kTensorCores ? 2 : 4, kRowGroupStride = kTensorCores ? 16 : kRowSpacing,
-                       kRowElemStride = kTensorCores ? 8 : 1;
-  static constexpr int kColGroup = kTensorCores ? 2 : 4, kColGroupStride = kTensorCores ? 8 : kColSpacing;
+  static constexpr int kRowGroup = kFragments ? 2 : 4, kRowGroupStride = kFragments ? 16 : kRowSpacing,
+                       kRowElemStride = kFragments ? 8 : 1;
+  static constexpr int kColGroup = kFragments ? 2 : 4, kColGroupStride = kFragments ? 8 : kColSpacing;
+  // The mma.sync loops' warp tiles: warp w at rows kWarpRows·(w / kWarpsPerRow), columns
+  // kWarpCols·(w mod kWarpsPerRow).
+  static constexpr int kWarpRows = 64, kWarpCols = kDmma ? 32 : 64, kWarpsPerRow = kTile / kWarpCols;
   static_assert(!kMma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 128 && kPerRow == 8 &&
                           kPerCol == 16 && kKStep % 8 == 0),
                 "the MMA loop: 4 warps of 64×64 over a 128 tile, k in steps of 8");
+  static_assert(!kDmma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 256 && kPerRow == 8 &&
+                           kPerCol == 8 && kKStep % 8 == 0),
+                "the FP64 MMA loop: 8 warps of 64×32 over a 128 tile, k in steps of 8");
   static_assert(!kWgmma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 256 && kKStep == 32 &&
                             kLoads == kVec && kThreads * kLoads == kTile * 8),
                 "the wgmma loop: 2 warpgroups of 64×128 over a 128 tile, 128-byte rows of k, and a "
@@ -192,13 +206,13 @@ struct TileConfig {
   __device__ __forceinline__ static int row_base() {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if constexpr (kWgmma) return warp * 16 + (lane >> 2);
-    else if constexpr (kMma) return (warp >> 1) * 64 + (lane >> 2);
+    else if constexpr (kMma || kDmma) return (warp / kWarpsPerRow) * kWarpRows + (lane >> 2);
     else return ((warp / (kThreadCols / 8)) * 4 + (lane >> 3)) * 4;
   }
   __device__ __forceinline__ static int col_base() {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if constexpr (kWgmma) return 2 * (lane & 3);
-    else if constexpr (kMma) return (warp & 1) * 64 + 2 * (lane & 3);
+    else if constexpr (kMma || kDmma) return (warp % kWarpsPerRow) * kWarpCols + 2 * (lane & 3);
     else return ((warp % (kThreadCols / 8)) * 8 + (lane & 7)) * 4;
   }
   __host__ __device__ static constexpr int row_offset(int i) {
@@ -215,6 +229,9 @@ using ConfigF32Small = TileConfig<float, 64, 16, 256, 1, 3>;
 using ConfigF64 = TileConfig<double, 64, 8, 256, 1, 2>;
 // TF32 mode: the 128 tile on tensor cores, BK 16 (two k8 slices per step), two blocks per SM.
 using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
+// Exact float32 on compute capability 9.0: the 128 tile on the FP64 tensor cores, BK 16, 8 warps
+// of 64×32 (64 float64 accumulators each), one block per SM (about 240 registers per thread).
+using ConfigF32Dmma = TileConfig<float, 128, 16, 256, 2, 1, InnerLoop::F64Mma>;
 // TF32 mode on sm_90a: the 128 tile as two warpgroups' wgmma m64n128k8, BK 32 (four k8 slices
 // per step, one 128-byte swizzled row per tile row), two blocks per SM.
 using ConfigTf32Wgmma = TileConfig<float, 128, 32, 256, 1, 2, InnerLoop::Tf32Wgmma>;
@@ -282,6 +299,20 @@ __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], const uint32_t (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   __trap();  // the host never launches the MMA configuration below sm_80
+#endif
+}
+
+/// D = A·B + D for one m16n8k8 float64 fragment (PTX ISA "mma.sync ... .f64", sm_90): the same
+/// fragment layout as the TF32 shape above, with one float64 per element.
+__device__ __forceinline__ void mma_f64_m16n8k8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+  __trap();  // the host launches the FP64 MMA configuration only on compute capability 9.0
 #endif
 }
 
@@ -1066,6 +1097,57 @@ __device__ __forceinline__ void issue_step_mmas(float (&acc)[Cfg::kPerRow][Cfg::
   wgmma_commit();
 }
 
+/// One k-step of the mma.sync loops. Per k8 slice: the m16n8k8 fragments of the warp's kWarpRows/16
+/// row blocks of A and kWarpCols/8 column blocks of B (fragment layouts of the PTX ISA; lane (g, t)
+/// reads A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles), then one MMA
+/// per pair: TF32 (the bit patterns, rounded when staged) or FP64 (each float32 widened exactly).
+template <class Cfg>
+__device__ __forceinline__ void mma_sync_step(const float* a_tile, const float* b_tile,
+                                              typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
+  using Acc = typename Cfg::Acc;
+  using Frag = std::conditional_t<Cfg::kDmma, double, uint32_t>;
+  constexpr int kStride = Cfg::kStride, kRowBlocks = Cfg::kWarpRows / 16, kColBlocks = Cfg::kWarpCols / 8;
+  auto frag = [](float x) -> Frag {
+    if constexpr (Cfg::kDmma) return static_cast<double>(x);
+    else return __float_as_uint(x);
+  };
+  const int t = threadIdx.x & 3;
+  const float* a_lane = a_tile + Cfg::row_base() + t * kStride;
+  const float* b_lane =
+      b_tile + ((threadIdx.x >> 5) % Cfg::kWarpsPerRow) * Cfg::kWarpCols + ((threadIdx.x & 31) >> 2) + t * kStride;
+#pragma unroll
+  for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
+    Frag a_frag[kRowBlocks][4], b_frag[kColBlocks][2];
+#pragma unroll
+    for (int mi = 0; mi < kRowBlocks; ++mi) {
+      const float* p = a_lane + ks * kStride + mi * 16;
+      a_frag[mi][0] = frag(p[0]);
+      a_frag[mi][1] = frag(p[8]);
+      a_frag[mi][2] = frag(p[4 * kStride]);
+      a_frag[mi][3] = frag(p[4 * kStride + 8]);
+    }
+#pragma unroll
+    for (int ni = 0; ni < kColBlocks; ++ni) {
+      const float* p = b_lane + ks * kStride + ni * 8;
+      b_frag[ni][0] = frag(p[0]);
+      b_frag[ni][1] = frag(p[4 * kStride]);
+    }
+#pragma unroll
+    for (int mi = 0; mi < kRowBlocks; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < kColBlocks; ++ni) {
+        // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
+        Acc d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni], acc[2 * mi + 1][2 * ni + 1]};
+        if constexpr (Cfg::kDmma) mma_f64_m16n8k8(d, a_frag[mi], b_frag[ni]);
+        else mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
+        acc[2 * mi][2 * ni] = d[0];
+        acc[2 * mi][2 * ni + 1] = d[1];
+        acc[2 * mi + 1][2 * ni] = d[2];
+        acc[2 * mi + 1][2 * ni + 1] = d[3];
+      }
+  }
+}
+
 template <class Cfg, int kStages, class StagerA, class StagerB>
 __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scalar>& args, int& k0, int k_end,
                                                int buffer, const StagerA& stage_a,
@@ -1073,11 +1155,9 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
                                                StagedTile<Cfg>& staged_b,
                                                typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                               typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol],
+                                               typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol],
                                                const TmaMapsOf<Cfg>& maps, uint64_t* tma_bars, uint32_t& tma_phase,
                                                RawRing& ring) {
-  using T = typename Cfg::Scalar;
-  constexpr int kStride = Cfg::kStride;
   const bool has_next = k0 + Cfg::kKStep < k_end;
   const int next = kStages == 2 ? buffer ^ 1 : next_buffer<kStages>(buffer);
   if (has_next) {  // global loads in flight during this step's multiply-adds
@@ -1119,45 +1199,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     wgmma_wait_all();
     wgmma_fence_operands(acc);
   } else {
-    static_assert(Cfg::kMma, "the FMA configs run fma_k_loop");
-    const T* a_tile = a_tiles[buffer] + Cfg::row_base();
-    // Per k8 slice: A fragments of the warp's 4 m16 blocks, B fragments of its 8 n8 blocks
-    // (fragment layouts of the PTX ISA for m16n8k8 .tf32), then 32 MMAs. Lane (g, t) reads
-    // A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles.
-    const int t = threadIdx.x & 3;
-    const float* a_lane = a_tile + t * kStride;
-    const float* b_lane = b_tiles[buffer] + ((threadIdx.x >> 5) & 1) * 64 + ((threadIdx.x & 31) >> 2) + t * kStride;
-#pragma unroll
-    for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
-      uint32_t a_frag[4][4], b_frag[8][2];
-#pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
-        const float* p = a_lane + ks * kStride + mi * 16;
-        a_frag[mi][0] = __float_as_uint(p[0]);
-        a_frag[mi][1] = __float_as_uint(p[8]);
-        a_frag[mi][2] = __float_as_uint(p[4 * kStride]);
-        a_frag[mi][3] = __float_as_uint(p[4 * kStride + 8]);
-      }
-#pragma unroll
-      for (int ni = 0; ni < 8; ++ni) {
-        const float* p = b_lane + ks * kStride + ni * 8;
-        b_frag[ni][0] = __float_as_uint(p[0]);
-        b_frag[ni][1] = __float_as_uint(p[4 * kStride]);
-      }
-#pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < 8; ++ni) {
-          // c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 (see TileConfig::row_offset).
-          float d[4] = {acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni],
-                        acc[2 * mi + 1][2 * ni + 1]};
-          mma_tf32_m16n8k8(d, a_frag[mi], b_frag[ni]);
-          acc[2 * mi][2 * ni] = d[0];
-          acc[2 * mi][2 * ni + 1] = d[1];
-          acc[2 * mi + 1][2 * ni] = d[2];
-          acc[2 * mi + 1][2 * ni + 1] = d[3];
-        }
-    }
+    static_assert(Cfg::kMma, "the FMA and FP64 MMA configs run fma_k_loop");
+    mma_sync_step<Cfg>(a_tiles[buffer], b_tiles[buffer], acc);
     if (has_next) {
       // The other buffer was last read in the previous step, before its closing barrier.
       StagerA::store(a_tiles[next], staged_a);
@@ -1181,15 +1224,18 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
 //    cache's limit again.
 //  - The first k of step t+1 is read from shared memory right after the barrier, before the
 //    multiply-adds of step t's last k, so its latency is hidden behind them.
+// The FP64 MMA config (exact float32 on the FP64 tensor cores) runs the same loop with its MMAs
+// (mma_sync_step) as the step's body: the fast steps' shortcut bought it what it bought FFMA
+// (docs/structured_gemm.md, "Exact float32 on the FP64 tensor cores").
 template <class Cfg, class StagerA, class StagerB>
 __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>& args, int k_begin, int k_end,
                                            const StagerA& stage_a, const StagerB& stage_b,
                                            StagedTile<Cfg>& staged_a, StagedTile<Cfg>& staged_b,
                                            typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                            typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                           typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
+                                           typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
   using T = typename Cfg::Scalar;
-  static_assert(Cfg::kInner == InnerLoop::Fma && Cfg::kKStep >= 2, "the FMA loop");
+  static_assert((Cfg::kInner == InnerLoop::Fma || Cfg::kDmma) && Cfg::kKStep >= 2, "the FMA loop");
   constexpr int kStride = Cfg::kStride, kLast = Cfg::kKStep - 1;
   // Step k0's next step is fast when k0 - fast_k0 (unsigned) <= fast_span; the fast loads then
   // start at a_next / b_next, which advance one k-step per step. Without fast steps, fast_k0 is
@@ -1217,8 +1263,9 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
 #pragma unroll
       for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
   };
-  T a_first[Cfg::kPerRow], b_first[Cfg::kPerCol];  // k = 0 of the current step
-  load_fragments(a_tiles[0] + Cfg::row_base(), b_tiles[0] + Cfg::col_base(), 0, a_first, b_first);
+  T a_first[Cfg::kPerRow], b_first[Cfg::kPerCol];  // k = 0 of the current step (FFMA)
+  if constexpr (!Cfg::kDmma)
+    load_fragments(a_tiles[0] + Cfg::row_base(), b_tiles[0] + Cfg::col_base(), 0, a_first, b_first);
   int k0 = k_begin, buffer = 0;
 #pragma unroll 1
   for (;;) {
@@ -1233,6 +1280,19 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
         stage_a.fetch(args.a, next, staged_a);
         stage_b.fetch(args.b, next, staged_b);
       }
+    }
+    if constexpr (Cfg::kDmma) {
+      mma_sync_step<Cfg>(a_tiles[buffer], b_tiles[buffer], acc);
+      if (!has_next) return;
+      // The other buffer was last read in the previous step, before its closing barrier.
+      StagerA::store(a_tiles[buffer ^ 1], staged_a);
+      StagerB::store(b_tiles[buffer ^ 1], staged_b);
+      __syncthreads();
+      buffer ^= 1;
+      k0 = next;
+      a_next += a_step;
+      b_next += b_step;
+      continue;
     }
     const T* a_tile = a_tiles[buffer] + Cfg::row_base();
     const T* b_tile = b_tiles[buffer] + Cfg::col_base();
@@ -1301,24 +1361,24 @@ __device__ __forceinline__ void accumulator_threads_sync() {
 /// last chunk, or an item that is not split). `last_chunk`: a shared int; tid: threadIdx.x.
 template <class Cfg, bool kConsumersOnly = false>
 __device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
-                                                  typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol],
+                                                  typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol],
                                                   int& last_chunk, int tid) {
-  using T = typename Cfg::Scalar;
+  using Acc = typename Cfg::Acc;  // the partials keep the accumulators' precision
   constexpr int kTile = Cfg::kTile;
-  constexpr int kVec = Cfg::kVec, kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(Acc)), kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
   if (item.chunk_count > 1) {
-    // Partial layout: vector e of thread tid at (e·256 + tid)·kVec, so a warp's stores and
+    // Partial layout: vector e of thread tid at (e·kThreads + tid)·kVec, so a warp's stores and
     // loads are 512 contiguous bytes.
     // Vector e holds accumulators kVec·e … kVec·e + kVec − 1 in row-major order of acc.
-    using V = typename Vec16<T>::type;
+    using V = typename Vec16<Acc>::type;
     static_assert(kPerRow * kPerCol % kVec == 0, "whole vectors");
     constexpr int kVecs = kPerRow * kPerCol / kVec;
     constexpr int kTileElems = kTile * Cfg::kTileN;
-    T* tile_partials = args.partials + static_cast<int64_t>(item.partial_index) * kTileElems;
+    Acc* tile_partials = reinterpret_cast<Acc*>(args.partials) + static_cast<int64_t>(item.partial_index) * kTileElems;
     V* mine = reinterpret_cast<V*>(tile_partials + static_cast<int64_t>(item.chunk) * kTileElems);
 #pragma unroll
     for (int e = 0; e < kVecs; ++e) {
-      T values[kVec];
+      Acc values[kVec];
 #pragma unroll
       for (int q = 0; q < kVec; ++q) values[q] = acc[(e * kVec + q) / kPerCol][(e * kVec + q) % kPerCol];
       V v;
@@ -1340,13 +1400,13 @@ __device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::S
 #pragma unroll
     for (int i = 0; i < kPerRow; ++i)
 #pragma unroll
-      for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
+      for (int j = 0; j < kPerCol; ++j) acc[i][j] = Acc(0);
     for (int chunk = 0; chunk < item.chunk_count; ++chunk) {
       const V* part = reinterpret_cast<const V*>(tile_partials + static_cast<int64_t>(chunk) * kTileElems);
 #pragma unroll
       for (int e = 0; e < kVecs; ++e) {
         const V v = __ldcg(part + e * Cfg::kThreads + tid);
-        T values[kVec];
+        Acc values[kVec];
         memcpy(values, &v, sizeof(V));
 #pragma unroll
         for (int q = 0; q < kVec; ++q) acc[(e * kVec + q) / kPerCol][(e * kVec + q) % kPerCol] += values[q];
@@ -1362,13 +1422,14 @@ __device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::S
 template <class Cfg, bool kConsumersOnly = false>
 __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
                                            int row0, int col0,
-                                           typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], int& last_chunk,
+                                           typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol], int& last_chunk,
                                            int tid) {
   using T = typename Cfg::Scalar;
   constexpr int kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
   if (!gather_split_tile<Cfg, kConsumersOnly>(args, item, acc, last_chunk, tid)) return;
   // ---- epilogue: alpha and the output mask ----------------------------------------------
-  const T alpha = args.alpha;
+  // (alpha applied in the accumulators' precision, then one rounding to T)
+  const typename Cfg::Acc alpha = args.alpha;
   const OutputMask mask = args.mask;
   const int row_base = row0 + Cfg::row_base(), col_base = col0 + Cfg::col_base();
   constexpr int kColGroup = Cfg::kColGroup;
@@ -1383,7 +1444,7 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
       bool write[kColGroup];
 #pragma unroll
       for (int j = 0; j < kColGroup; ++j) {
-        value[j] = alpha * acc[i][jg + j];
+        value[j] = static_cast<T>(alpha * acc[i][jg + j]);
         write[j] = true;
         if (mask == OutputMask::Upper && row > col + j) value[j] = T(0);
         if (mask == OutputMask::Symmetric && row > col + j) write[j] = false;
@@ -1406,7 +1467,7 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
         bool write[kRun];
 #pragma unroll
         for (int i = 0; i < kRun; ++i) {
-          value[i] = alpha * acc[ig + i][j];
+          value[i] = static_cast<T>(alpha * acc[ig + i][j]);
           write[i] = row + i < col;
         }
         store_segment<T, kRun>(args.c, args.ldc, col, row, args.m, args.c_vector_ok, value, write);
@@ -1422,7 +1483,7 @@ template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag, bool kSym>
 __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
-                                       typename Cfg::Scalar (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
+                                       typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
                                        uint64_t* tma_bars, float* raw_tiles) {
   uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
   if constexpr (kTmaA || kTmaB) has = maps.has;
@@ -1449,7 +1510,7 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0, tma_bars, 0);
   if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
   __syncthreads();
-  if constexpr (Cfg::kInner == InnerLoop::Fma) {
+  if constexpr (Cfg::kInner == InnerLoop::Fma || Cfg::kDmma) {
     fma_k_loop<Cfg>(args, item.k_begin, item.k_end, stage_a, stage_b, staged_a, staged_b, a_tiles, b_tiles, acc);
   } else {
     int k0 = item.k_begin;
@@ -1495,11 +1556,11 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
   const int tid = threadIdx.x;
   const int row0 = item.tile_row * kTile, col0 = item.tile_col * kTile;
 
-  T acc[kPerRow][kPerCol];
+  typename Cfg::Acc acc[kPerRow][kPerCol];
 #pragma unroll
   for (int i = 0; i < kPerRow; ++i)
 #pragma unroll
-    for (int j = 0; j < kPerCol; ++j) acc[i][j] = T(0);
+    for (int j = 0; j < kPerCol; ++j) acc[i][j] = 0;
 
   if (item.k_begin < item.k_end) {
     if constexpr (kTmaA || kTmaB) {
@@ -2179,6 +2240,11 @@ ConfigTraits traits_of(GemmTileConfig config) {
     case GemmTileConfig::Float32Tf32Wgmma:
       return {ConfigTf32Wgmma::kTile, ConfigTf32Wgmma::kKStep, 4, 1024, 0.30, 8, 6.0};
     case GemmTileConfig::Float64: return {ConfigF64::kTile, ConfigF64::kKStep, 8, 64, 0.85, 16};
+    // FP64 tensor cores: 128 multiply-adds per SM cycle on H100, as many as the FFMA lanes. On
+    // dense-shaped tiles the loop measured 54 TFLOP/s where the FFMA loop runs at 44.6 (H100,
+    // docs/structured_gemm.md "Exact float32 on the FP64 tensor cores"), so on the FFMA configs'
+    // scale (0.85) it is charged 0.85 · 54 / 44.6 ≈ 1.0; its partial tiles are float64 (2×).
+    case GemmTileConfig::Float32Dmma: return {ConfigF32Dmma::kTile, ConfigF32Dmma::kKStep, 4, 128, 1.0, 16, 2.0};
   }
   return {};
 }
@@ -2410,6 +2476,7 @@ const char* tile_config_name(GemmTileConfig config) {
     case GemmTileConfig::Float32Tf32: return "Float32Tf32";
     case GemmTileConfig::Float32Tf32Wgmma: return "Float32Tf32Wgmma";
     case GemmTileConfig::Float64: return "Float64";
+    case GemmTileConfig::Float32Dmma: return "Float32Dmma";
   }
   return "?";
 }
@@ -2607,6 +2674,7 @@ int blocks_per_sm(GemmTileConfig config) {
     case GemmTileConfig::Float32Tf32: return blocks_per_sm_of<ConfigTf32>();
     case GemmTileConfig::Float32Tf32Wgmma: return blocks_per_sm_of<ConfigTf32Wgmma>();
     case GemmTileConfig::Float64: return blocks_per_sm_of<ConfigF64>();
+    case GemmTileConfig::Float32Dmma: return blocks_per_sm_of<ConfigF32Dmma>();
   }
   return 1;
 }
@@ -2628,6 +2696,8 @@ std::atomic<int64_t> raw_block_map_launch_count{0};
 std::atomic<int64_t> tma_store_launch_count{0};
 std::atomic<int64_t> mirror_zero_launch_count{0};
 std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
+std::atomic<int> current_fp32_loop{static_cast<int>(Fp32Loop::Auto)};
+std::atomic<int64_t> dmma_launch_count{0};
 std::atomic<int64_t> wide_launch_count{0};
 
 /// Whether `loop` is the wgmma loop with every kind of TMA copy (direct, raw, diagonal-crossing,
@@ -2678,6 +2748,17 @@ bool wgmma_usable(int device) {
 #endif
 }
 
+/// True when exact float32 products run on the FP64 tensor cores of `device` (Fp32Loop::Auto):
+/// the sm_90a code is built (it holds the FP64 MMA loop) and the device is compute capability 9.0
+/// with full-rate float64 (single- to double-precision ratio 2, as on H100 and H200; parts of that
+/// compute capability with cut float64 keep the FFMA loop).
+bool dmma_usable(int device) {
+  if (fp32_loop() == Fp32Loop::Fma || !wgmma_usable(device)) return false;
+  int ratio = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, device));
+  return ratio <= 2;
+}
+
 PlanCache& plan_cache() {
   // Leaked on purpose: its device tables must not be freed during static destruction, after
   // the allocator and the CUDA runtime may be gone.
@@ -2689,8 +2770,9 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const GemmSchedule schedule = gemm_schedule();
   const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
   const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
+  const bool dmma = dtype == DType::Float32 && !tf32 && dmma_usable(device);
   const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
-                    int(dtype), device, int(schedule), int(tf32) + int(wgmma)};
+                    int(dtype), device, int(schedule), int(tf32) + int(wgmma) + 4 * int(dmma) + 8 * int(fp32_loop() == Fp32Loop::Dmma)};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);
@@ -2708,10 +2790,15 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     entry->plan = plan_for(wgmma ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32);
   } else {
     // Both float32 configs are modelled in SM cycles; the small one wins where the large
-    // tiles are too few (or too uneven) to fill every SM.
-    GemmWorkPlan large = plan_for(GemmTileConfig::Float32Large);
-    GemmWorkPlan small = plan_for(GemmTileConfig::Float32Small);
-    entry->plan = small.estimated_cycles < large.estimated_cycles ? std::move(small) : std::move(large);
+    // tiles are too few (or too uneven) to fill every SM. The large tiles run on the FP64
+    // tensor cores where they can (dmma_usable).
+    GemmWorkPlan large = plan_for(dmma ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
+    if (dmma && fp32_loop() == Fp32Loop::Dmma) {
+      entry->plan = std::move(large);
+    } else {
+      GemmWorkPlan small = plan_for(GemmTileConfig::Float32Small);
+      entry->plan = small.estimated_cycles < large.estimated_cycles ? std::move(small) : std::move(large);
+    }
   }
 
   const GemmWorkPlan& plan = entry->plan;
@@ -3016,7 +3103,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   // Partial tiles from the caching allocator; freeing at scope end is safe because the next
   // user of the block is queued behind this kernel on the same stream.
   const size_t workspace_bytes =
-      static_cast<size_t>(cached.plan.partial_tiles) * Cfg::kTile * Cfg::kTile * sizeof(T);
+      static_cast<size_t>(cached.plan.partial_tiles) * Cfg::kTile * Cfg::kTile * sizeof(typename Cfg::Acc);
   Storage workspace(workspace_bytes, Device(DeviceType::CUDA, device));
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
@@ -3217,6 +3304,12 @@ WideTiles wide_tiles() { return static_cast<WideTiles>(current_wide_tiles.load()
 
 int64_t wide_launches() { return wide_launch_count.load(); }
 
+void set_fp32_loop(Fp32Loop loop) { current_fp32_loop.store(static_cast<int>(loop)); }
+
+Fp32Loop fp32_loop() { return static_cast<Fp32Loop>(current_fp32_loop.load()); }
+
+int64_t dmma_launches() { return dmma_launch_count.load(); }
+
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);
   DeviceGuard guard(device);
@@ -3234,6 +3327,10 @@ void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
     case GemmTileConfig::Float32Tf32: launch_with<ConfigTf32>(p, cached, device); break;
     case GemmTileConfig::Float32Tf32Wgmma: launch_wgmma(p, cached, device); break;
     case GemmTileConfig::Float64: launch_with<ConfigF64>(p, cached, device); break;
+    case GemmTileConfig::Float32Dmma:
+      launch_with<ConfigF32Dmma>(p, cached, device);
+      dmma_launch_count.fetch_add(1, std::memory_order_relaxed);
+      break;
   }
 }
 

@@ -24,6 +24,8 @@ enum class GemmTileConfig : uint8_t {
   Float64,       ///< 64×64 tiles, BK 8, 4×4 per thread
   Float32Tf32,   ///< TF32 mode: 128×128 tiles, BK 16, 4 warps of 64×64 on tensor cores (mma.sync)
   Float32Tf32Wgmma,  ///< TF32 mode on sm_90a: 128×128 tiles, BK 32, 2 warpgroups of 64×128 (wgmma)
+  Float32Dmma,  ///< exact float32 on compute capability 9.0: 128×128 tiles, BK 16, 8 warps of 64×32 on the
+                ///< FP64 tensor cores (mma.sync m16n8k8 .f64; float64 products and sums, one rounding)
 };
 const char* tile_config_name(GemmTileConfig config);
 
@@ -154,6 +156,20 @@ void set_wide_tiles(WideTiles setting);
 WideTiles wide_tiles();
 /// Launches of the wide kernel since the process started (for the tests).
 int64_t wide_launches();
+
+/// Which loop exact float32 products (not TF32 mode) run. Auto: the large tiles on the FP64 tensor
+/// cores (Float32Dmma) where the device is compute capability 9.0 with full-rate float64 and the
+/// library was built for sm_90a, else on FFMA (the small 64 tiles, on FFMA, where the planner
+/// finds the large ones too few); Fma: FFMA everywhere; Dmma: as Auto, but every product where
+/// the FP64 loop runs takes it, small ones too (Fma and Dmma: for the tests and the benchmark's
+/// comparison). All are exact float32 in the sense of the precision setting: no operand is
+/// rounded; the FP64 loop's products are exact and its sums float64 (docs/structured_gemm.md,
+/// "Exact float32 on the FP64 tensor cores").
+enum class Fp32Loop : uint8_t { Auto, Fma, Dmma };
+void set_fp32_loop(Fp32Loop loop);
+Fp32Loop fp32_loop();
+/// Launches of the Float32Dmma config since the process started (for the tests).
+int64_t dmma_launches();
 
 /// The plan launch_structured_gemm uses for `p` on `device` (built on first use, cached).
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);

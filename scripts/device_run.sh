@@ -69,6 +69,10 @@ if has bench; then
   [ -x $build/bench/bench_gemm_cuda ] && timeout 150 $build/bench/bench_gemm_cuda --n ${SG_BENCH_N:-1024,2048,4096} --csv "$OUT/bench_gemm_cuda.csv" \
     > "$OUT/bench_gemm_cuda.txt" 2>&1
   note "bench_gemm_cuda rc=$?"
+  # The exact float32 products on the FFMA loop (the FP64 tensor-core loop's ablation).
+  timeout 150 $build/bench/bench_gemm_cuda --fma --n ${SG_BENCH_N:-1024,2048,4096} --csv "$OUT/bench_gemm_cuda_fma.csv" \
+    > "$OUT/bench_gemm_cuda_fma.txt" 2>&1
+  note "bench_gemm_cuda --fma rc=$?"
   [ -f $src/bench/torch_structured.py ] && PYTHONUNBUFFERED=1 timeout 150 python3 $src/bench/torch_structured.py --n ${SG_BENCH_N:-1024,2048,4096} \
     --csv "$OUT/torch_structured.csv" > "$OUT/torch_structured.txt" 2>&1
   note "torch_structured rc=$?"
@@ -137,7 +141,7 @@ if has anchors && [ -d .device/anchors ]; then
 fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
-for f in bench_gemm_cuda.txt torch_structured.txt bench_gemm_cuda_tf32.txt torch_structured_tf32.txt kernelbench_triu.txt kernelbench_symmetric.txt train_step.txt \
+for f in bench_gemm_cuda.txt bench_gemm_cuda_fma.txt torch_structured.txt bench_gemm_cuda_tf32.txt torch_structured_tf32.txt kernelbench_triu.txt kernelbench_symmetric.txt train_step.txt \
     anchor_bench.txt torch_anchor.txt libtorch_anchor.txt; do
   [ -f "$OUT/$f" ] && { echo "---- $f"; tail -${SG_TAIL:-25} "$OUT/$f"; }
 done

@@ -36,7 +36,9 @@ using sg::detail::OutputMask;
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
-/// float32 (exact), float64, and float32 in TF32 mode: on its default tensor-core loop (wgmma
+/// float32 (exact: on its default loops, the FP64 tensor cores for the large tiles on compute
+/// capability 9.0 and FFMA for the small ones; forced to FFMA; and on the FP64 tensor cores at
+/// every size, where they run), float64, and float32 in TF32 mode: on its default tensor-core loop (wgmma
 /// with TMA copies on an sm_90a build on compute capability 9.0, else mma.sync) with the
 /// k-major and Symmetric operands read in place (relayout off) and copied outer-major first
 /// (relayout on at every size that has TMA copies), on the wgmma loop with every tile
@@ -47,6 +49,7 @@ struct GemmPrecision {
   bool mma_sync = false;
   bool staged = false;
   bool relayout = false;
+  sg::detail::cuda::Fp32Loop fp32_loop = sg::detail::cuda::Fp32Loop::Auto;  // exact float32's loop
 };
 
 class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
@@ -62,6 +65,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::detail::cuda::set_operand_relayout(GetParam().relayout ? sg::detail::cuda::OperandRelayout::Always
                                                                : sg::detail::cuda::OperandRelayout::Never);
     sg::detail::cuda::set_poison_relayout_copies(GetParam().relayout);
+    sg::detail::cuda::set_fp32_loop(GetParam().fp32_loop);
 #endif
     g_max_rel_error = 0;
   }
@@ -77,6 +81,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
     sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
     sg::detail::cuda::set_poison_relayout_copies(false);
+    sg::detail::cuda::set_fp32_loop(sg::detail::cuda::Fp32Loop::Auto);
 #endif
   }
   sg::DType dtype() const { return GetParam().dtype; }
@@ -169,7 +174,12 @@ TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
-                         ::testing::Values(GemmPrecision{sg::kFloat32, false}, GemmPrecision{sg::kFloat64, false},
+                         ::testing::Values(GemmPrecision{sg::kFloat32, false},
+                                           GemmPrecision{sg::kFloat32, false, false, false, false,
+                                                         sg::detail::cuda::Fp32Loop::Fma},
+                                           GemmPrecision{sg::kFloat32, false, false, false, false,
+                                                         sg::detail::cuda::Fp32Loop::Dmma},
+                                           GemmPrecision{sg::kFloat64, false},
                                            GemmPrecision{sg::kFloat32, true},
                                            GemmPrecision{sg::kFloat32, true, false, false, true},
                                            GemmPrecision{sg::kFloat32, true, false, true},
@@ -180,7 +190,11 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                                                 : info.param.staged   ? "tf32_staged"
                                                 : info.param.relayout ? "tf32_relayout"
                                                                       : "tf32");
-                           return std::string(sg::dtype_name(info.param.dtype));
+                           const sg::detail::cuda::Fp32Loop loop = info.param.fp32_loop;
+                           return std::string(sg::dtype_name(info.param.dtype)) +
+                                  (loop == sg::detail::cuda::Fp32Loop::Fma    ? "_fma"
+                                   : loop == sg::detail::cuda::Fp32Loop::Dmma ? "_dmma"
+                                                                              : "");
                          });
 
 // ---- TF32 mode through the public API ---------------------------------------------------------
@@ -245,6 +259,7 @@ class ScopedTf32 {
     cu::set_operand_relayout(cu::OperandRelayout::Auto);
     cu::set_register_b(cu::RegisterB::Auto);
     cu::set_poison_relayout_copies(false);
+    cu::set_fp32_loop(cu::Fp32Loop::Auto);
   }
   ScopedTf32(const ScopedTf32&) = delete;
   ScopedTf32& operator=(const ScopedTf32&) = delete;
@@ -281,20 +296,22 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j)
       for (int64_t k = i; k <= j; ++k) ref[i * n + j] += a[i * n + k] * b[k * n + j];
-  // Modes: exact float32; TF32 on the default loop (on sm_90a, the directly TMA'd tiles reach
+  // Modes: exact float32 (on the FP64 tensor cores where they run, and mode 7 on FFMA); TF32 on the default loop (on sm_90a, the directly TMA'd tiles reach
   // the tensor cores unrounded: truncation keeps infinities and the quiet NaN too; the raw TMA'd
   // ones are rounded when transposed); with TMA for the outer-major operand only; on the
   // register-staged wgmma loop; on mma.sync; on the default loop with B copied outer-major
   // first (relayout), so that its tiles come directly too (the pipelined kernel); the same on
   // the one-barrier-per-step instance it replaced.
-  const sg::detail::cuda::Tf32Loop loops[7] = {
+  const sg::detail::cuda::Tf32Loop loops[8] = {
       sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
       sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor, sg::detail::cuda::Tf32Loop::WgmmaStaged,
       sg::detail::cuda::Tf32Loop::MmaSync, sg::detail::cuda::Tf32Loop::Auto,
-      sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep};
+      sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep, sg::detail::cuda::Tf32Loop::Auto};
   const ScopedTf32 restore_defaults_at_end;
-  for (int mode = 0; mode < 7; ++mode) {
-    sg::set_matmul_precision(mode == 0 ? sg::Precision::Float32 : sg::Precision::TF32);
+  for (int mode = 0; mode < 8; ++mode) {
+    const bool exact = mode == 0 || mode == 7;
+    sg::set_matmul_precision(exact ? sg::Precision::Float32 : sg::Precision::TF32);
+    sg::detail::cuda::set_fp32_loop(mode == 7 ? sg::detail::cuda::Fp32Loop::Fma : sg::detail::cuda::Fp32Loop::Auto);
     sg::detail::cuda::set_tf32_loop(loops[mode]);
     sg::detail::cuda::set_operand_relayout(mode >= 5 ? sg::detail::cuda::OperandRelayout::Always
                                                      : sg::detail::cuda::OperandRelayout::Never);
@@ -355,6 +372,52 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+}
+
+TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
+  // Exact float32 takes the FP64 tensor cores on an sm_90a build on compute capability 9.0 with
+  // full-rate float64, FFMA elsewhere and when forced. On the FP64 loop (forced at every size)
+  // every product of the matmul table matches the float64 reference to about the float32
+  // rounding of the result (products exact, sums in float64): a relative error of at most
+  // 2⁻²⁴ ≈ 6e-8 per element, plus the float64 sums' own, far smaller.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int major = 0, minor = 0, ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  const bool sm90a_build =
+#if defined(SG_CUDA_SM90A)
+      true;
+#else
+      false;
+#endif
+  const bool fp64_cores = sm90a_build && major == 9 && minor == 0 && ratio <= 2;
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  g_tf32 = false;  // the problems below are exact float32
+  GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  p.lda = p.ldb = p.ldc = p.n;
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config,
+            fp64_cores ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
+  cu::set_fp32_loop(cu::Fp32Loop::Fma);
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Large);
+  cu::set_fp32_loop(cu::Fp32Loop::Auto);
+  cu::set_fp32_loop(cu::Fp32Loop::Dmma);
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config,
+            fp64_cores ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
+  if (!fp64_cores) GTEST_SKIP() << "exact float32 runs on FFMA here (checked above); no FP64 tensor-core loop to run";
+  std::mt19937_64 rng(9);
+  for (int64_t n : {300, 1000}) {
+    for (const GemmProblem& q : matmul_table_products(n)) {
+      ASSERT_EQ(cu::structured_gemm_plan(q, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma)
+          << describe(q, sg::kFloat32);
+      const int64_t launches = cu::dmma_launches();
+      const Checked checked = run_and_compare(kCuda0, q, sg::kFloat32, rng);
+      EXPECT_EQ(cu::dmma_launches(), launches + 1) << describe(q, sg::kFloat32);
+      EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat32) << ": " << checked.failure;
+      EXPECT_LE(checked.rel_error, 1e-7) << describe(q, sg::kFloat32);
+    }
+  }
 }
 
 TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
@@ -745,7 +808,8 @@ double planned_macs(const GemmWorkPlan& plan) {
 
 TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
   for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
-                                GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma}) {
+                                GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
+                                GemmTileConfig::Float32Dmma}) {
     for (int64_t n : {1, 129, 1000, 4096})
     for (const GemmProblem& p :
          {square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper),
