@@ -409,7 +409,9 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
   std::mt19937_64 rng(9);
   for (int64_t n : {300, 1000}) {
     for (const GemmProblem& q : matmul_table_products(n)) {
-      ASSERT_EQ(cu::structured_gemm_plan(q, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma)
+      GemmProblem planned = q;  // (run_and_compare sets the leading dimensions itself)
+      planned.lda = planned.ldb = planned.ldc = n;
+      ASSERT_EQ(cu::structured_gemm_plan(planned, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma)
           << describe(q, sg::kFloat32);
       const int64_t launches = cu::dmma_launches();
       const Checked checked = run_and_compare(kCuda0, q, sg::kFloat32, rng);
