@@ -1,4 +1,5 @@
-// The CUDA structured GEMM: one FFMA/DFMA tiled kernel template for every structured product
+// The CUDA structured GEMM: one tiled kernel template (FFMA/DFMA, FP64 and TF32 tensor-core
+// inner loops) for every structured product
 // C = alpha·op(A)·op(B) (DESIGN §5, semantics in ops/gemm_desc.h), the host planner that turns
 // a problem into a heaviest-first list of (tile, k-range chunk) work items, and the launcher
 // that caches each plan on the device. The design and its reasons: docs/structured_gemm.md.

@@ -1,4 +1,5 @@
-// The CUDA structured GEMM (DESIGN §5): one tiled FFMA kernel family for every product whose
+// The CUDA structured GEMM (DESIGN §5): one tiled kernel family (FFMA/DFMA, FP64 and TF32
+// tensor-core inner loops) for every product whose
 // operands or output mask are structured, plus the host-side work planner (tile skipping,
 // k-ranges, heaviest-first order, split-K) that it runs from. Design: docs/structured_gemm.md.
 #pragma once
