@@ -345,23 +345,29 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
 using sg::detail::cuda::GemmTileConfig;
 using sg::detail::cuda::GemmWorkPlan;
 
+/// Whether device 0 runs this build's sm_90a code (compute capability 9.0 and an sm_90a build):
+/// the wgmma loops and the FP64 MMA loop live there.
+bool sm90a_code_runs() {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess)
+    return false;
+#if defined(SG_CUDA_SM90A)
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
 TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  int major = 0, minor = 0;
+  int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
   if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
   GemmProblem p = square(300, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
   p.tf32 = true;
   p.lda = p.ldb = p.ldc = p.n;
-  const bool sm90a_build =
-#if defined(SG_CUDA_SM90A)
-      true;
-#else
-      false;
-#endif
-  const GemmTileConfig expected =
-      sm90a_build && major == 9 && minor == 0 ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
+  const GemmTileConfig expected = sm90a_code_runs() ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
   sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
   EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
@@ -381,17 +387,9 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
   // rounding of the result (products exact, sums in float64): a relative error of at most
   // 2⁻²⁴ ≈ 6e-8 per element, plus the float64 sums' own, far smaller.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  int major = 0, minor = 0, ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+  int ratio = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  const bool sm90a_build =
-#if defined(SG_CUDA_SM90A)
-      true;
-#else
-      false;
-#endif
-  const bool fp64_cores = sm90a_build && major == 9 && minor == 0 && ratio <= 2;
+  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
   const ScopedTf32 restore_defaults_at_end;
   sg::set_matmul_precision(sg::Precision::Float32);
   g_tf32 = false;  // the problems below are exact float32
