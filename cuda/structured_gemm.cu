@@ -231,7 +231,7 @@ using ConfigF64 = TileConfig<double, 64, 8, 256, 1, 2>;
 // TF32 mode: the 128 tile on tensor cores, BK 16 (two k8 slices per step), two blocks per SM.
 using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
 // Exact float32 on compute capability 9.0: the 128 tile on the FP64 tensor cores, BK 16, 8 warps
-// of 64×32 (64 float64 accumulators each), one block per SM (about 240 registers per thread).
+// of 64×32 (64 float64 accumulators each), one block per SM (254 registers per thread, no spill).
 using ConfigF32Dmma = TileConfig<float, 128, 16, 256, 2, 1, InnerLoop::F64Mma>;
 // TF32 mode on sm_90a: the 128 tile as two warpgroups' wgmma m64n128k8, BK 32 (four k8 slices
 // per step, one 128-byte swizzled row per tile row), two blocks per SM.
