@@ -43,13 +43,16 @@ const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 /// k-major and Symmetric operands read in place (relayout off) and copied outer-major first
 /// (relayout on at every size that has TMA copies), on the wgmma loop with every tile
 /// register-staged, and forced to mma.sync.
+/// Exact float32's loop (sg::detail::cuda::Fp32Loop in a CUDA build; the CPU-only build has none).
+enum class ExactLoop { Auto, Fma, Dmma };
+
 struct GemmPrecision {
   sg::DType dtype;
   bool tf32;
   bool mma_sync = false;
   bool staged = false;
   bool relayout = false;
-  sg::detail::cuda::Fp32Loop fp32_loop = sg::detail::cuda::Fp32Loop::Auto;  // exact float32's loop
+  ExactLoop fp32_loop = ExactLoop::Auto;
 };
 
 class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
@@ -65,7 +68,9 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::detail::cuda::set_operand_relayout(GetParam().relayout ? sg::detail::cuda::OperandRelayout::Always
                                                                : sg::detail::cuda::OperandRelayout::Never);
     sg::detail::cuda::set_poison_relayout_copies(GetParam().relayout);
-    sg::detail::cuda::set_fp32_loop(GetParam().fp32_loop);
+    sg::detail::cuda::set_fp32_loop(GetParam().fp32_loop == ExactLoop::Fma    ? sg::detail::cuda::Fp32Loop::Fma
+                                    : GetParam().fp32_loop == ExactLoop::Dmma ? sg::detail::cuda::Fp32Loop::Dmma
+                                                                              : sg::detail::cuda::Fp32Loop::Auto);
 #endif
     g_max_rel_error = 0;
   }
@@ -176,9 +181,9 @@ TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                          ::testing::Values(GemmPrecision{sg::kFloat32, false},
                                            GemmPrecision{sg::kFloat32, false, false, false, false,
-                                                         sg::detail::cuda::Fp32Loop::Fma},
+                                                         ExactLoop::Fma},
                                            GemmPrecision{sg::kFloat32, false, false, false, false,
-                                                         sg::detail::cuda::Fp32Loop::Dmma},
+                                                         ExactLoop::Dmma},
                                            GemmPrecision{sg::kFloat64, false},
                                            GemmPrecision{sg::kFloat32, true},
                                            GemmPrecision{sg::kFloat32, true, false, false, true},
@@ -190,11 +195,11 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                                                 : info.param.staged   ? "tf32_staged"
                                                 : info.param.relayout ? "tf32_relayout"
                                                                       : "tf32");
-                           const sg::detail::cuda::Fp32Loop loop = info.param.fp32_loop;
+                           const ExactLoop loop = info.param.fp32_loop;
                            return std::string(sg::dtype_name(info.param.dtype)) +
-                                  (loop == sg::detail::cuda::Fp32Loop::Fma    ? "_fma"
-                                   : loop == sg::detail::cuda::Fp32Loop::Dmma ? "_dmma"
-                                                                              : "");
+                                  (loop == ExactLoop::Fma    ? "_fma"
+                                   : loop == ExactLoop::Dmma ? "_dmma"
+                                                             : "");
                          });
 
 // ---- TF32 mode through the public API ---------------------------------------------------------
