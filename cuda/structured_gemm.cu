@@ -1282,41 +1282,35 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
         stage_b.fetch(args.b, next, staged_b);
       }
     }
+    T a_last[Cfg::kPerRow], b_last[Cfg::kPerCol];  // FFMA: the step's last k, multiplied after the barrier
     if constexpr (Cfg::kDmma) {
       mma_sync_step<Cfg>(a_tiles[buffer], b_tiles[buffer], acc);
       if (!has_next) return;
-      // The other buffer was last read in the previous step, before its closing barrier.
-      StagerA::store(a_tiles[buffer ^ 1], staged_a);
-      StagerB::store(b_tiles[buffer ^ 1], staged_b);
-      __syncthreads();
-      buffer ^= 1;
-      k0 = next;
-      a_next += a_step;
-      b_next += b_step;
-      continue;
-    }
-    const T* a_tile = a_tiles[buffer] + Cfg::row_base();
-    const T* b_tile = b_tiles[buffer] + Cfg::col_base();
-    outer_product(a_first, b_first);
+    } else {
+      const T* a_tile = a_tiles[buffer] + Cfg::row_base();
+      const T* b_tile = b_tiles[buffer] + Cfg::col_base();
+      outer_product(a_first, b_first);
 #pragma unroll
-    for (int kk = 1; kk < kLast; ++kk) {
-      T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
-      load_fragments(a_tile, b_tile, kk, a_frag, b_frag);
-      outer_product(a_frag, b_frag);
-    }
-    T a_last[Cfg::kPerRow], b_last[Cfg::kPerCol];
-    load_fragments(a_tile, b_tile, kLast, a_last, b_last);
-    if (!has_next) {
-      outer_product(a_last, b_last);
-      return;
+      for (int kk = 1; kk < kLast; ++kk) {
+        T a_frag[Cfg::kPerRow], b_frag[Cfg::kPerCol];
+        load_fragments(a_tile, b_tile, kk, a_frag, b_frag);
+        outer_product(a_frag, b_frag);
+      }
+      load_fragments(a_tile, b_tile, kLast, a_last, b_last);
+      if (!has_next) {
+        outer_product(a_last, b_last);
+        return;
+      }
     }
     // The other buffer was last read in the previous step, before its closing barrier.
     StagerA::store(a_tiles[buffer ^ 1], staged_a);
     StagerB::store(b_tiles[buffer ^ 1], staged_b);
     __syncthreads();
     buffer ^= 1;
-    load_fragments(a_tiles[buffer] + Cfg::row_base(), b_tiles[buffer] + Cfg::col_base(), 0, a_first, b_first);
-    outer_product(a_last, b_last);
+    if constexpr (!Cfg::kDmma) {
+      load_fragments(a_tiles[buffer] + Cfg::row_base(), b_tiles[buffer] + Cfg::col_base(), 0, a_first, b_first);
+      outer_product(a_last, b_last);
+    }
     k0 = next;
     a_next += a_step;
     b_next += b_step;
