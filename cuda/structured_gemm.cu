@@ -199,9 +199,11 @@ struct TileConfig {
   static constexpr int kRowGroup = kFragments ? 2 : 4, kRowGroupStride = kFragments ? 16 : kRowSpacing,
                        kRowElemStride = kFragments ? 8 : 1;
   static constexpr int kColGroup = kFragments ? 2 : 4, kColGroupStride = kFragments ? 8 : kColSpacing;
-  // The mma.sync loops' warp tiles: warp w at rows kWarpRows·(w / kWarpsPerRow), columns
-  // kWarpCols·(w mod kWarpsPerRow).
+  // The mma.sync loops' warp tiles: warp w at rows kWarpRows·warp_row(), columns
+  // kWarpCols·warp_col().
   static constexpr int kWarpRows = 64, kWarpCols = kDmma ? 32 : 64, kWarpsPerRow = kTile / kWarpCols;
+  __device__ __forceinline__ static int warp_row() { return (threadIdx.x >> 5) / kWarpsPerRow; }
+  __device__ __forceinline__ static int warp_col() { return (threadIdx.x >> 5) % kWarpsPerRow; }
   static_assert(!kMma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 128 && kPerRow == 8 &&
                           kPerCol == 16 && kKStep % 8 == 0),
                 "the MMA loop: 4 warps of 64×64 over a 128 tile, k in steps of 8");
@@ -216,13 +218,13 @@ struct TileConfig {
   __device__ __forceinline__ static int row_base() {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if constexpr (kWgmma) return warp * 16 + (lane >> 2);
-    else if constexpr (kMma || kDmma) return (warp / kWarpsPerRow) * kWarpRows + (lane >> 2);
+    else if constexpr (kMma || kDmma) return warp_row() * kWarpRows + (lane >> 2);
     else return ((warp / (kThreadCols / 8)) * 4 + (lane >> 3)) * 4;
   }
   __device__ __forceinline__ static int col_base() {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if constexpr (kWgmma) return 2 * (lane & 3);
-    else if constexpr (kMma || kDmma) return (warp % kWarpsPerRow) * kWarpCols + 2 * (lane & 3);
+    else if constexpr (kMma || kDmma) return warp_col() * kWarpCols + 2 * (lane & 3);
     else return ((warp % (kThreadCols / 8)) * 8 + (lane & 7)) * 4;
   }
   __host__ __device__ static constexpr int row_offset(int i) {
@@ -1132,8 +1134,8 @@ __device__ __forceinline__ void mma_sync_step(const float* a_tile, const float* 
   // swizzled tile (TileConfig::col_swizzle, the same for the 4 rows of each) column
   // (x ^ s) + (g ^ s mod 8), s = col_swizzle(k): a compile-time offset from the lane's base at
   // g or at g ^ 4.
-  const int a_rows = (threadIdx.x >> 5) / Cfg::kWarpsPerRow * Cfg::kWarpRows + t * kStride;
-  const int b_cols = ((threadIdx.x >> 5) % Cfg::kWarpsPerRow) * Cfg::kWarpCols + t * kStride;
+  const int a_rows = Cfg::warp_row() * Cfg::kWarpRows + t * kStride;
+  const int b_cols = Cfg::warp_col() * Cfg::kWarpCols + t * kStride;
   const float* a_lane[2] = {a_tile + a_rows + g, a_tile + a_rows + (g ^ 4)};
   const float* b_lane[2] = {b_tile + b_cols + g, b_tile + b_cols + (g ^ 4)};
   // Element (ks + t + 4·h, x + g) of the lane, x a multiple of 8 below 64.
@@ -3173,6 +3175,8 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
 /// Operands up to this extent and k relayout (the copy kernel's grid holds extent / 32 blocks
 /// in y).
 constexpr int64_t kRelayoutMaxExtent = int64_t(1) << 20;
+/// The FP64 loop's k-major copies on Auto (k_major_copy_pays): Symmetric operands from this extent on.
+constexpr int64_t kKMajorCopySymmetricFrom = 1024;
 
 /// Whether the wgmma product `p` runs on an outer-major copy of operand A (is_b false) or B:
 /// a k-major or Symmetric operand, large enough for TMA copies, under the default loop.
@@ -3269,6 +3273,79 @@ void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
                                relayout_b ? &copy_b : nullptr);
 }
 
+// ---- k-major copies (FP64 loop products) ---------------------------------------------------
+//
+// The FP64 loop stages k-major tiles with 16-byte stores; outer-major ones take four scalar
+// stores per vector (conflict-free since the swizzle, but four times the instructions), and a
+// Symmetric operand's steps go through the general path, a step's two triangles each its own way
+// and the diagonal-crossing steps element by element. Where it pays, the launcher first copies
+// such an operand k-major — out[k·ldo + o] = V(o, k): the relayout kernel run on the operand's
+// transposed view — and runs the product on the copy, whose steps are all fast and k-major.
+// Measured (H100, 2026-11-25, docs/structured_gemm.md "k-major copies"): a Symmetric operand's
+// copy pays from 2048 on (Sym·Sym 2.88 → 2.70 ms at 4096) and breaks even at 1024; an outer-major
+// operand's lost at every size (the copy costs more than the scalar stores it saves: Upper·Upper
+// 0.578 → 0.617 ms, gram 1.66 → 1.72 at 4096), so Auto copies Symmetric operands only.
+
+/// The view of W(o, k) = V(k, o): the same storage read the other way round (`k_extent`: V's k).
+OperandView<float> transposed_view(OperandView<float> v, int64_t k_extent) {
+  v.extent = static_cast<int32_t>(k_extent);
+  v.layout = v.layout == Layout::OuterMajor ? Layout::KMajor : Layout::OuterMajor;
+  if (v.pattern == Pattern::KAtLeastOuter) v.pattern = Pattern::KAtMostOuter;
+  else if (v.pattern == Pattern::KAtMostOuter) v.pattern = Pattern::KAtLeastOuter;
+  return v;  // (a Symmetric view is its own transpose)
+}
+
+/// Whether the FP64 loop product `p` runs on a k-major copy of operand A (is_b false) or B: a
+/// Symmetric or outer-major operand under OperandRelayout Always, a Symmetric one from
+/// kKMajorCopySymmetricFrom on under Auto.
+bool k_major_copy_pays(const GemmProblem& p, bool is_b) {
+  const OperandRelayout setting = operand_relayout();
+  if (setting == OperandRelayout::Never) return false;
+  const GemmOperand d = is_b ? p.b : p.a;
+  const int64_t extent = is_b ? p.n : p.m;
+  const bool k_major = d.trans != is_b;  // operand_view's layout
+  if ((d.kind != OperandKind::Symmetric && k_major) || extent > kRelayoutMaxExtent || p.k > kRelayoutMaxExtent)
+    return false;
+  if (setting == OperandRelayout::Always) return true;
+  return d.kind == OperandKind::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
+}
+
+/// Writes operand A (is_b false) or B of `p` k-major into a new allocation, queued on the library
+/// stream, and points `q`'s operand at it (a Symmetric operand becomes Dense).
+RelayoutCopy copy_k_major(const GemmProblem& p, bool is_b, int device, GemmProblem& q) {
+  const GemmOperand d = is_b ? p.b : p.a;
+  const int64_t extent = is_b ? p.n : p.m;
+  const OperandView<float> v = operand_view<float>(is_b ? p.b_data : p.a_data, d, is_b, extent, is_b ? p.ldb : p.lda);
+  const int64_t ldo = (extent + 3) / 4 * 4;  // 16-byte rows: the vector path takes them
+  const size_t bytes = static_cast<size_t>(p.k * ldo) * sizeof(float);
+  RelayoutCopy copy;
+  copy.storage = std::make_unique<Storage>(bytes, Device(DeviceType::CUDA, device));
+  if (poison_relayout.load()) SG_CUDA_CHECK(cudaMemsetAsync(copy.storage->data, 0xFF, bytes, stream(device)));  // NaN
+  const dim3 grid(static_cast<unsigned>((extent + kRelayoutTile - 1) / kRelayoutTile),
+                  static_cast<unsigned>((p.k + kRelayoutTile - 1) / kRelayoutTile));
+  relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
+      transposed_view(v, p.k), static_cast<int32_t>(extent), static_cast<float*>(copy.storage->data), ldo, false);
+  SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
+  relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
+  // k-major: A transposed, B not (operand_view); the kind (op(X)'s structure) stays.
+  (is_b ? q.b : q.a) = GemmOperand{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, !is_b};
+  (is_b ? q.b_data : q.a_data) = copy.storage->data;
+  (is_b ? q.ldb : q.lda) = ldo;
+  return copy;
+}
+
+/// The FP64 loop product, on k-major copies of its operands where k_major_copy_pays. The plan of
+/// `p` holds for the copies (the same op(A), op(B)); the copies go back to the caching allocator
+/// at scope end, behind the product on the same stream.
+void launch_dmma(const GemmProblem& p, const CachedPlan& cached, int device) {
+  const bool copy_a = k_major_copy_pays(p, false), copy_b = k_major_copy_pays(p, true);
+  GemmProblem q = p;
+  RelayoutCopy copy_of_a, copy_of_b;
+  if (copy_a) copy_of_a = copy_k_major(p, false, device, q);
+  if (copy_b) copy_of_b = copy_k_major(p, true, device, q);
+  launch_with<ConfigF32Dmma>(q, cached, device);
+}
+
 void check_problem(const GemmProblem& p) {
   constexpr int64_t kLimit = int64_t(1) << 28;  // int32 tile, k and byte-stride arithmetic stays exact
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.m < kLimit && p.n < kLimit && p.k < kLimit,
@@ -3346,7 +3423,7 @@ void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
     case GemmTileConfig::Float32Tf32Wgmma: launch_wgmma(p, cached, device); break;
     case GemmTileConfig::Float64: launch_with<ConfigF64>(p, cached, device); break;
     case GemmTileConfig::Float32Dmma:
-      launch_with<ConfigF32Dmma>(p, cached, device);
+      launch_dmma(p, cached, device);
       dmma_launch_count.fetch_add(1, std::memory_order_relaxed);
       break;
   }

@@ -111,11 +111,14 @@ Tf32Loop tf32_loop();
 /// (relayout), so that every k-step of theirs comes by direct TMA. Auto: where it measured
 /// faster (docs/structured_gemm.md, "Relayout"); Never and Always: for tests and the
 /// benchmark's comparison. Only the wgmma loop with every TMA copy (Tf32Loop::Auto and
-/// WgmmaBarrierPerStep) relayouts.
+/// WgmmaBarrierPerStep) relayouts. The same setting governs the FP64 loop's k-major copies
+/// (exact float32, Float32Dmma): its Symmetric and outer-major operands copied k-major first,
+/// so that every k-step of theirs is staged with 16-byte stores; Auto copies the Symmetric ones
+/// from extent 1024 on (docs/structured_gemm.md, "k-major copies").
 enum class OperandRelayout : uint8_t { Auto, Never, Always };
 void set_operand_relayout(OperandRelayout relayout);
 OperandRelayout operand_relayout();
-/// Operand copies made by relayout since the process started (for the tests).
+/// Operand copies made by relayout (and by the FP64 loop's k-major copies) since the process started (for the tests).
 int64_t relayout_copies();
 /// Those of them that were mirror copies: a Symmetric operand's mirrored part and a band above
 /// the diagonal only, the k-steps in its stored triangle read from its own storage (for the tests).

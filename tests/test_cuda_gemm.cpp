@@ -37,8 +37,10 @@ using sg::detail::OutputMask;
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
 /// float32 (exact: on its default loops, the FP64 tensor cores for the large tiles on compute
-/// capability 9.0 and FFMA for the small ones; forced to FFMA; and on the FP64 tensor cores at
-/// every size, where they run), float64, and float32 in TF32 mode: on its default tensor-core loop (wgmma
+/// capability 9.0 and FFMA for the small ones; forced to FFMA; on the FP64 tensor cores at every
+/// size, where they run, with the operands read in place and with the Symmetric and outer-major
+/// ones copied k-major first at every size — the copies poisoned with NaN beforehand), float64,
+/// and float32 in TF32 mode: on its default tensor-core loop (wgmma
 /// with TMA copies on an sm_90a build on compute capability 9.0, else mma.sync) with the
 /// k-major and Symmetric operands read in place (relayout off) and copied outer-major first
 /// (relayout on at every size that has TMA copies), on the wgmma loop with every tile
@@ -184,6 +186,8 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                                                          ExactLoop::Fma},
                                            GemmPrecision{sg::kFloat32, false, false, false, false,
                                                          ExactLoop::Dmma},
+                                           GemmPrecision{sg::kFloat32, false, false, false, true,
+                                                         ExactLoop::Dmma},
                                            GemmPrecision{sg::kFloat64, false},
                                            GemmPrecision{sg::kFloat32, true},
                                            GemmPrecision{sg::kFloat32, true, false, false, true},
@@ -199,7 +203,8 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                            return std::string(sg::dtype_name(info.param.dtype)) +
                                   (loop == ExactLoop::Fma    ? "_fma"
                                    : loop == ExactLoop::Dmma ? "_dmma"
-                                                             : "");
+                                                             : "") +
+                                  (info.param.relayout ? "_copied" : "");
                          });
 
 // ---- TF32 mode through the public API ---------------------------------------------------------
@@ -421,6 +426,60 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
       EXPECT_EQ(cu::dmma_launches(), launches + 1) << describe(q, sg::kFloat32);
       EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat32) << ": " << checked.failure;
       EXPECT_LE(checked.rel_error, 1e-7) << describe(q, sg::kFloat32);
+    }
+  }
+}
+
+TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
+  // On the FP64 loop a Symmetric or outer-major operand is copied k-major first where it pays
+  // (OperandRelayout::Auto: from 1024 and 2048 on), always under Always, never under Never: one
+  // copy per such operand, none for k-major ones, and every product matches the reference with
+  // the copies poisoned with NaN first (a k-step read from where a copy holds nothing fails).
+  // Sizes with a partial last tile and k-step (300, 1000) and whole tiles (1024); pad 1 makes
+  // the operands' rows unaligned (the copies' rows are 16-byte aligned all the same).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  if (!sm90a_code_runs() || ratio > 2) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
+  const ScopedTf32 restore_defaults_at_end(cu::Tf32Loop::Auto, cu::OperandRelayout::Always);
+  sg::set_matmul_precision(sg::Precision::Float32);
+  g_tf32 = false;
+  cu::set_fp32_loop(cu::Fp32Loop::Dmma);
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  struct Case {
+    Variant a, b;
+    OutputMask mask;
+    int64_t copies;  // under Always
+  };
+  const Case cases[] = {
+      {upper, upper, OutputMask::Upper, 1},            // forward: A outer-major
+      {upper, lower_t, OutputMask::Upper, 2},          // dA = triu(G·Bᵀ): both outer-major
+      {lower_t, upper, OutputMask::Upper, 0},          // dB = triu(Aᵀ·G): both k-major
+      {symmetric, symmetric, OutputMask::Full, 2},
+      {symmetric, dense, OutputMask::Full, 1},
+      {dense, symmetric, OutputMask::Symmetric, 2},
+      {dense_t, upper, OutputMask::Full, 0},
+      {dense, dense_t, OutputMask::Upper, 2},          // gram
+  };
+  std::mt19937_64 rng(31);
+  for (int64_t n : {300, 1000, 1024}) {
+    for (cu::OperandRelayout setting : {cu::OperandRelayout::Always, cu::OperandRelayout::Never,
+                                        cu::OperandRelayout::Auto}) {
+      cu::set_operand_relayout(setting);
+      for (const Case& c : cases) {
+        const GemmProblem p = square(n, c.a, c.b, c.mask);
+        const int64_t expected = setting == cu::OperandRelayout::Always ? c.copies
+                                 : setting == cu::OperandRelayout::Never ? 0
+                                 : (c.a.kind == OperandKind::Symmetric ? (n >= 1024 ? 1 : 0) : 0) +
+                                       (c.b.kind == OperandKind::Symmetric ? (n >= 1024 ? 1 : 0) : 0);
+        for (int64_t pad : {0, 1}) {
+          const int64_t before = cu::relayout_copies();
+          SG_EXPECT_PRODUCT_PADDED(kCuda0, p, sg::kFloat32, rng, pad);
+          EXPECT_EQ(cu::relayout_copies() - before, expected) << describe(p, sg::kFloat32) << " pad=" << pad;
+        }
+      }
     }
   }
 }
