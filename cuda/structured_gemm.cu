@@ -203,7 +203,14 @@ struct TileConfig {
   // kWarpCols·warp_col().
   static constexpr int kWarpRows = 64, kWarpCols = kDmma ? 32 : 64, kWarpsPerRow = kTile / kWarpCols;
   __device__ __forceinline__ static int warp_row() { return (threadIdx.x >> 5) / kWarpsPerRow; }
-  __device__ __forceinline__ static int warp_col() { return (threadIdx.x >> 5) % kWarpsPerRow; }
+  /// w mod kWarpsPerRow; in the FP64 loop's odd warp rows reversed, so that the two warps that
+  /// share each of the SM's four schedulers (w and w + 4) own opposite column blocks and the steps
+  /// that warps leave out (fma_k_loop: a B fragment column block wholly in structural zeros) fall
+  /// on the four schedulers evenly.
+  __device__ __forceinline__ static int warp_col() {
+    const int warp = threadIdx.x >> 5, col = warp % kWarpsPerRow;
+    return kDmma && warp_row() % 2 == 1 ? kWarpsPerRow - 1 - col : col;
+  }
   static_assert(!kMma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 128 && kPerRow == 8 &&
                           kPerCol == 16 && kKStep % 8 == 0),
                 "the MMA loop: 4 warps of 64×64 over a 128 tile, k in steps of 8");
@@ -1290,6 +1297,11 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
       for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
   };
   T a_first[Cfg::kPerRow], b_first[Cfg::kPerCol];  // k = 0 of the current step (FFMA)
+  // The FP64 loop's warp: its first output row and column, and whether all its outputs lie below
+  // the diagonal under an Upper or Symmetric mask.
+  const int warp_row0 = stage_a.outer0 + Cfg::warp_row() * Cfg::kWarpRows;
+  const int warp_col0 = stage_b.outer0 + Cfg::warp_col() * Cfg::kWarpCols;
+  const bool below_kept_diagonal = args.mask != OutputMask::Full && warp_row0 > warp_col0 + Cfg::kWarpCols - 1;
   if constexpr (!Cfg::kDmma)
     load_fragments(a_tiles[0] + Cfg::row_base(), b_tiles[0] + Cfg::col_base(), 0, a_first, b_first);
   int k0 = k_begin, buffer = 0;
@@ -1309,7 +1321,16 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
     }
     T a_last[Cfg::kPerRow], b_last[Cfg::kPerCol];  // FFMA: the step's last k, multiplied after the barrier
     if constexpr (Cfg::kDmma) {
-      mma_sync_step<Cfg>(a_tiles[buffer], b_tiles[buffer], acc);
+      // A warp whose rows of A or columns of B lie wholly in structural zeros over the step, or
+      // whose outputs all lie below the diagonal that the mask keeps, leaves the step's MMAs out
+      // (uniform per warp; its accumulators would only add exact zeros or be discarded).
+      const int k_last = k0 + Cfg::kKStep - 1;
+      const bool dead = (args.a.pattern == Pattern::KAtLeastOuter && k_last < warp_row0) ||
+                        (args.a.pattern == Pattern::KAtMostOuter && k0 > warp_row0 + Cfg::kWarpRows - 1) ||
+                        (args.b.pattern == Pattern::KAtLeastOuter && k_last < warp_col0) ||
+                        (args.b.pattern == Pattern::KAtMostOuter && k0 > warp_col0 + Cfg::kWarpCols - 1) ||
+                        below_kept_diagonal;
+      if (!dead) mma_sync_step<Cfg>(a_tiles[buffer], b_tiles[buffer], acc);
       if (!has_next) return;
     } else {
       const T* a_tile = a_tiles[buffer] + Cfg::row_base();
