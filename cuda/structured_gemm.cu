@@ -740,12 +740,15 @@ struct OperandStager {
     int lo = 0, hi = 0;  // fast for k-steps inside [lo, hi); empty by default
     fast_outer_major = v.layout == Layout::OuterMajor;
     // The whole k-step tile is non-zero for k0 >= outer0 + kTile - 1 (k >= outer everywhere)
-    // or for k0 + kKStep <= outer0 + 1 (k <= outer everywhere).
+    // or for k0 + kKStep <= outer0 + 1 (k <= outer everywhere). A triangular operand whose
+    // storage holds its zeros (zeros_stored) is read as it lies across the diagonal too, without
+    // masking (the register-staged loops; the wgmma loop's copies have their own rule, kDiag).
+    const bool as_stored = !Cfg::kWgmma && v.zeros_stored;
     if (v.vector_ok && outer0 + Cfg::kTile <= v.extent) {
       switch (v.pattern) {
         case Pattern::All: lo = k_begin, hi = k_end; break;
-        case Pattern::KAtLeastOuter: lo = max(k_begin, outer0 + Cfg::kTile - 1), hi = k_end; break;
-        case Pattern::KAtMostOuter: lo = k_begin, hi = min(k_end, outer0 + 1); break;
+        case Pattern::KAtLeastOuter: lo = as_stored ? k_begin : max(k_begin, outer0 + Cfg::kTile - 1), hi = k_end; break;
+        case Pattern::KAtMostOuter: lo = k_begin, hi = as_stored ? k_end : min(k_end, outer0 + 1); break;
         case Pattern::Symmetric: {
           // The longer of the two single-region spans gets the fast path.
           const int upper_lo = max(k_begin, outer0 + Cfg::kTile - 1);  // outer <= k: outer-major

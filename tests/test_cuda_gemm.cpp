@@ -662,30 +662,53 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
 TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
   // An Upper or Lower operand whose storage holds zeros outside its structure (zeros_stored: the
   // UpperTriangular tensors matmul passes) lets the pipelined and register-B kernels use the
-  // copied zeros instead of writing them; the unvouched operand (the upstream gradient of dA
-  // and dB, random outside its structure) still gets them written. The products of matmul's
-  // Upper·Upper and Dense·Upper, forward and backward, with edge tiles (300), split tiles (640)
-  // and on Auto at 1024 and 2048 (A copied for dB at 2048), against the reference; also the
-  // zero tiles of the Upper mask, written apart from the accumulators (NaN-poisoned C).
+  // copied zeros instead of writing them, and the register-staged loops (exact float32 on the
+  // FP64 tensor cores and on FFMA) read its diagonal-crossing k-steps as they lie, unmasked; the
+  // unvouched operand (the upstream gradient of dA and dB, random outside its structure) still
+  // gets them written or masked (float64 too, on its DFMA loop). The products of matmul's
+  // Upper·Upper and Dense·Upper, forward
+  // and backward, with edge tiles (300), split tiles (640) and on Auto at 1024 and 2048 (A copied
+  // for dB at 2048 in TF32), against the reference; also the zero tiles of the Upper mask,
+  // written apart from the accumulators (NaN-poisoned C).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
-  const ScopedTf32 tf32;
-  if (!wgmma_loop_runs()) GTEST_SKIP() << "the stored zeros serve the wgmma loop, which this device or build does not run";
+  const ScopedTf32 restore_defaults_at_end;
+  int ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  struct Mode {
+    const char* name;
+    sg::DType dtype;
+    bool tf32;
+    cu::Fp32Loop loop;
+    bool runs;
+  };
+  const Mode modes[] = {
+      {"TF32 (wgmma)", sg::kFloat32, true, cu::Fp32Loop::Auto, wgmma_loop_runs()},
+      {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, sm90a_code_runs() && ratio <= 2},
+      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, true},
+      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, true}};
   std::mt19937_64 rng(17);
   auto vouched = [](GemmProblem p, bool a, bool b) {
     p.a.zeros_stored = a;
     p.b.zeros_stored = b;
     return p;
   };
-  for (int64_t n : {300, 640, 1024, 2048}) {
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, upper, OutputMask::Upper), true, true), sg::kFloat32, rng);
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), sg::kFloat32, rng);
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, lower_t, upper, OutputMask::Upper), true, false), sg::kFloat32, rng);
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, upper, OutputMask::Full), false, true), sg::kFloat32, rng);
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense_t, upper, OutputMask::Upper), false, true), sg::kFloat32, rng);
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, lower, OutputMask::Full), false, true), sg::kFloat32, rng);
-    SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, dense_t, OutputMask::Upper), true, false), sg::kFloat32, rng);
+  for (const Mode& mode : modes) {
+    if (!mode.runs) continue;  // (the TF32 mode where the wgmma loop does not run, the FP64 loop likewise)
+    SCOPED_TRACE(mode.name);
+    g_tf32 = mode.tf32;
+    sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
+    cu::set_fp32_loop(mode.loop);
+    for (int64_t n : {300, 640, 1024, 2048}) {
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, upper, OutputMask::Upper), true, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, lower_t, upper, OutputMask::Upper), true, false), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, upper, OutputMask::Full), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense_t, upper, OutputMask::Upper), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, lower, OutputMask::Full), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, dense_t, OutputMask::Upper), true, false), mode.dtype, rng);
+    }
   }
 }
 
