@@ -37,7 +37,8 @@ struct Options {
   bool no_tma = false;    // TF32 on the wgmma loop with every tile staged through registers
   bool tma_outer_major = false;  // TF32 on the wgmma loop, TMA for outer-major operands only
   bool barrier_per_step = false;  // TF32 on the wgmma loop without the pipelined kernel
-  std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first
+  std::string relayout = "auto";  // wgmma products: k-major/Symmetric operands copied outer-major first;
+                                  // FP64 loop products: Symmetric/outer-major ones copied k-major first
   std::string wide = "auto";      // wgmma products of two outer-major Dense operands: the 128 × 256 kernel
   std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   GemmSchedule schedule = GemmSchedule::Balanced;  // the planner's schedule for every product of the run
@@ -98,8 +99,8 @@ Options parse(int argc, char** argv) {
                                    : GemmSchedule::HeaviestFirst;
     } else {
       std::fprintf(stderr,
-                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--relayout auto|never|always] [--wide auto|never|always] [--register-b auto|never|always]] "
+                   "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] [--relayout auto|never|always] "
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--register-b auto|never|always]] "
                    "[--schedule balanced|heaviest-first|raster]\n");
       std::exit(2);
     }
