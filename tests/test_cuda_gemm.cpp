@@ -165,6 +165,11 @@ TEST_P(CudaGemm, LargeMatmulTableProductsAt1000And1024) {
 }
 
 TEST_P(CudaGemm, LargeMatmulTableProductsAt4096) {
+  // (The k-major copies of exact float32 are size-blind: 1000 and 1024 check them, and the
+  // float32_dmma instance checks their loop here; another sweep at 4096 costs a minute of CPU
+  // reference.)
+  if (!GetParam().tf32 && GetParam().relayout)
+    GTEST_SKIP() << "float32_dmma_copied: the copies are checked at 1000 and 1024, their loop at 4096 by float32_dmma";
   std::mt19937_64 rng(4);
   for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
 }
