@@ -3316,7 +3316,7 @@ void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
 // and the diagonal-crossing steps element by element. Where it pays, the launcher first copies
 // such an operand k-major — out[k·ldo + o] = V(o, k): the relayout kernel run on the operand's
 // transposed view — and runs the product on the copy, whose steps are all fast and k-major.
-// Measured (H100, 2026-11-25, docs/structured_gemm.md "k-major copies"): a Symmetric operand's
+// Measured (H100, 2026-11-25; docs/structured_gemm.md, "The FP64 loop, thirteenth session"): a Symmetric operand's
 // copy pays from 2048 on (Sym·Sym 2.88 → 2.70 ms at 4096) and breaks even at 1024; an outer-major
 // operand's lost at every size (the copy costs more than the scalar stores it saves: Upper·Upper
 // 0.578 → 0.617 ms, gram 1.66 → 1.72 at 4096), so Auto copies Symmetric operands only.
@@ -3339,8 +3339,9 @@ bool k_major_copy_pays(const GemmProblem& p, bool is_b) {
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
   const bool k_major = d.trans != is_b;  // operand_view's layout
-  if ((d.kind != OperandKind::Symmetric && k_major) || extent > kRelayoutMaxExtent || p.k > kRelayoutMaxExtent)
-    return false;
+  if ((d.kind != OperandKind::Symmetric && k_major) || extent < 1 || p.k < 1 || extent > kRelayoutMaxExtent ||
+      p.k > kRelayoutMaxExtent)
+    return false;  // (an empty copy would be an empty grid)
   if (setting == OperandRelayout::Always) return true;
   return d.kind == OperandKind::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
 }

@@ -114,7 +114,7 @@ Tf32Loop tf32_loop();
 /// WgmmaBarrierPerStep) relayouts. The same setting governs the FP64 loop's k-major copies
 /// (exact float32, Float32Dmma): its Symmetric and outer-major operands copied k-major first,
 /// so that every k-step of theirs is staged with 16-byte stores; Auto copies the Symmetric ones
-/// from extent 1024 on (docs/structured_gemm.md, "k-major copies").
+/// from extent 1024 on (docs/structured_gemm.md, "The FP64 loop, thirteenth session").
 enum class OperandRelayout : uint8_t { Auto, Never, Always };
 void set_operand_relayout(OperandRelayout relayout);
 OperandRelayout operand_relayout();

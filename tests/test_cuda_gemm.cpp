@@ -487,6 +487,23 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
       }
     }
   }
+  // An empty k under Always: no copy (its grid would be empty), and C is all zeros.
+  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  GemmProblem empty_k = square(64, dense, dense_t, OutputMask::Upper);
+  empty_k.k = 0;
+  const auto f32 = sg::TensorOptions().device(kCuda0);
+  const sg::Tensor a = sg::randn({64, 1}, f32), b = sg::randn({64, 1}, f32);
+  sg::Tensor c = sg::Tensor::empty({64, 64}, f32);
+  c.fill_(std::nan(""));
+  empty_k.a_data = a.data_ptr();
+  empty_k.b_data = b.data_ptr();
+  empty_k.c_data = c.data_ptr();
+  empty_k.lda = empty_k.ldb = 1;
+  empty_k.ldc = 64;
+  const int64_t before = cu::relayout_copies();
+  sg::detail::backend_for(kCuda0).gemm(empty_k, sg::kFloat32);
+  EXPECT_EQ(cu::relayout_copies(), before);
+  for (double x : c.to_vector()) ASSERT_EQ(x, 0.0);
 }
 
 TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
