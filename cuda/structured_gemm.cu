@@ -3243,34 +3243,48 @@ bool relayout_pays(const GemmProblem& p, bool is_b) {
   return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
 }
 
-/// Writes operand A (is_b false) or B of `p` outer-major into a new allocation, queued on the
-/// library stream, and points `q`'s operand at it (a Symmetric operand becomes Dense). A
-/// Symmetric operand whose storage takes direct TMA copies (16-byte aligned rows) gets a mirror
-/// copy: its stored triangle is then read from the storage (RelayoutCopy::stored, direct_map).
-RelayoutCopy relayout_operand(const GemmProblem& p, bool is_b, int device, GemmProblem& q) {
+/// The view of W(o, k) = V(k, o): the same storage read the other way round (`k_extent`: V's k).
+OperandView<float> transposed_view(OperandView<float> v, int64_t k_extent) {
+  v.extent = static_cast<int32_t>(k_extent);
+  v.layout = v.layout == Layout::OuterMajor ? Layout::KMajor : Layout::OuterMajor;
+  if (v.pattern == Pattern::KAtLeastOuter) v.pattern = Pattern::KAtMostOuter;
+  else if (v.pattern == Pattern::KAtMostOuter) v.pattern = Pattern::KAtLeastOuter;
+  return v;  // (a Symmetric view is its own transpose)
+}
+
+/// Writes operand A (is_b false) or B of `p` outer-major (the wgmma loop's relayout) or, with
+/// k_major, k-major (the FP64 loop's copies: the kernel run on the operand's transposed view) into
+/// a new allocation, queued on the library stream, and points `q`'s operand at it (a Symmetric
+/// operand becomes Dense). A Symmetric operand copied outer-major whose storage takes direct TMA
+/// copies (16-byte aligned rows) gets a mirror copy: its stored triangle is then read from the
+/// storage (RelayoutCopy::stored, direct_map).
+RelayoutCopy relayout_operand(const GemmProblem& p, bool is_b, bool k_major, int device, GemmProblem& q) {
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
   const OperandView<float> v = operand_view<float>(is_b ? p.b_data : p.a_data, d, is_b, extent, is_b ? p.ldb : p.lda);
-  const int64_t ldo = (p.k + 3) / 4 * 4;  // 16-byte rows: the vector and TMA paths take them
-  const size_t bytes = static_cast<size_t>(extent * ldo) * sizeof(float);
+  // The copy's rows and columns: outer × k, or k × outer (the kernel writing the transposed view).
+  const int64_t rows = k_major ? p.k : extent, cols = k_major ? extent : p.k;
+  const int64_t ldo = (cols + 3) / 4 * 4;  // 16-byte rows: the vector and TMA paths take them
+  const size_t bytes = static_cast<size_t>(rows * ldo) * sizeof(float);
   RelayoutCopy copy;
   copy.storage = std::make_unique<Storage>(bytes, Device(DeviceType::CUDA, device));
-  const bool mirror_only = v.pattern == Pattern::Symmetric && v.vector_ok;
+  const bool mirror_only = !k_major && v.pattern == Pattern::Symmetric && v.vector_ok;
   if (mirror_only) {
     copy.stored = v.data;
     copy.stored_ld = v.ld;
   }
   if (poison_relayout.load()) SG_CUDA_CHECK(cudaMemsetAsync(copy.storage->data, 0xFF, bytes, stream(device)));  // NaN
-  const dim3 grid(static_cast<unsigned>((p.k + kRelayoutTile - 1) / kRelayoutTile),
-                  static_cast<unsigned>((extent + kRelayoutTile - 1) / kRelayoutTile));
+  const dim3 grid(static_cast<unsigned>((cols + kRelayoutTile - 1) / kRelayoutTile),
+                  static_cast<unsigned>((rows + kRelayoutTile - 1) / kRelayoutTile));
   relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
-      v, static_cast<int32_t>(p.k), static_cast<float*>(copy.storage->data), ldo, mirror_only);
+      k_major ? transposed_view(v, p.k) : v, static_cast<int32_t>(cols), static_cast<float*>(copy.storage->data), ldo,
+      mirror_only);
   SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
   relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
   if (mirror_only) mirror_copy_count.fetch_add(1, std::memory_order_relaxed);
-  // Outer-major: A not transposed, B transposed (operand_view); the kind keeps the structure.
-  const GemmOperand relaid{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, is_b};
-  (is_b ? q.b : q.a) = relaid;
+  // Outer-major: A not transposed, B transposed; k-major the other way (operand_view). The kind
+  // (op(X)'s structure) stays.
+  (is_b ? q.b : q.a) = GemmOperand{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, k_major != is_b};
   (is_b ? q.b_data : q.a_data) = copy.storage->data;
   (is_b ? q.ldb : q.lda) = ldo;
   return copy;
@@ -3302,8 +3316,8 @@ void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
   if (!relayout_a && !relayout_b) return launch_with<ConfigTf32Wgmma>(p, cached, device);
   GemmProblem q = p;
   RelayoutCopy copy_a, copy_b;
-  if (relayout_a) copy_a = relayout_operand(p, false, device, q);
-  if (relayout_b) copy_b = relayout_operand(p, true, device, q);
+  if (relayout_a) copy_a = relayout_operand(p, false, false, device, q);
+  if (relayout_b) copy_b = relayout_operand(p, true, false, device, q);
   launch_with<ConfigTf32Wgmma>(q, cached_plan(q, DType::Float32, device), device, relayout_a ? &copy_a : nullptr,
                                relayout_b ? &copy_b : nullptr);
 }
@@ -3321,15 +3335,6 @@ void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
 // operand's lost at every size (the copy costs more than the scalar stores it saves: Upper·Upper
 // 0.578 → 0.617 ms, gram 1.66 → 1.72 at 4096), so Auto copies Symmetric operands only.
 
-/// The view of W(o, k) = V(k, o): the same storage read the other way round (`k_extent`: V's k).
-OperandView<float> transposed_view(OperandView<float> v, int64_t k_extent) {
-  v.extent = static_cast<int32_t>(k_extent);
-  v.layout = v.layout == Layout::OuterMajor ? Layout::KMajor : Layout::OuterMajor;
-  if (v.pattern == Pattern::KAtLeastOuter) v.pattern = Pattern::KAtMostOuter;
-  else if (v.pattern == Pattern::KAtMostOuter) v.pattern = Pattern::KAtLeastOuter;
-  return v;  // (a Symmetric view is its own transpose)
-}
-
 /// Whether the FP64 loop product `p` runs on a k-major copy of operand A (is_b false) or B: a
 /// Symmetric or outer-major operand under OperandRelayout Always, a Symmetric one from
 /// kKMajorCopySymmetricFrom on under Auto.
@@ -3346,30 +3351,6 @@ bool k_major_copy_pays(const GemmProblem& p, bool is_b) {
   return d.kind == OperandKind::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
 }
 
-/// Writes operand A (is_b false) or B of `p` k-major into a new allocation, queued on the library
-/// stream, and points `q`'s operand at it (a Symmetric operand becomes Dense).
-RelayoutCopy copy_k_major(const GemmProblem& p, bool is_b, int device, GemmProblem& q) {
-  const GemmOperand d = is_b ? p.b : p.a;
-  const int64_t extent = is_b ? p.n : p.m;
-  const OperandView<float> v = operand_view<float>(is_b ? p.b_data : p.a_data, d, is_b, extent, is_b ? p.ldb : p.lda);
-  const int64_t ldo = (extent + 3) / 4 * 4;  // 16-byte rows: the vector path takes them
-  const size_t bytes = static_cast<size_t>(p.k * ldo) * sizeof(float);
-  RelayoutCopy copy;
-  copy.storage = std::make_unique<Storage>(bytes, Device(DeviceType::CUDA, device));
-  if (poison_relayout.load()) SG_CUDA_CHECK(cudaMemsetAsync(copy.storage->data, 0xFF, bytes, stream(device)));  // NaN
-  const dim3 grid(static_cast<unsigned>((extent + kRelayoutTile - 1) / kRelayoutTile),
-                  static_cast<unsigned>((p.k + kRelayoutTile - 1) / kRelayoutTile));
-  relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
-      transposed_view(v, p.k), static_cast<int32_t>(extent), static_cast<float*>(copy.storage->data), ldo, false);
-  SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
-  relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
-  // k-major: A transposed, B not (operand_view); the kind (op(X)'s structure) stays.
-  (is_b ? q.b : q.a) = GemmOperand{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, !is_b};
-  (is_b ? q.b_data : q.a_data) = copy.storage->data;
-  (is_b ? q.ldb : q.lda) = ldo;
-  return copy;
-}
-
 /// The FP64 loop product, on k-major copies of its operands where k_major_copy_pays. The plan of
 /// `p` holds for the copies (the same op(A), op(B)); the copies go back to the caching allocator
 /// at scope end, behind the product on the same stream.
@@ -3377,8 +3358,8 @@ void launch_dmma(const GemmProblem& p, const CachedPlan& cached, int device) {
   const bool copy_a = k_major_copy_pays(p, false), copy_b = k_major_copy_pays(p, true);
   GemmProblem q = p;
   RelayoutCopy copy_of_a, copy_of_b;
-  if (copy_a) copy_of_a = copy_k_major(p, false, device, q);
-  if (copy_b) copy_of_b = copy_k_major(p, true, device, q);
+  if (copy_a) copy_of_a = relayout_operand(p, false, true, device, q);
+  if (copy_b) copy_of_b = relayout_operand(p, true, true, device, q);
   launch_with<ConfigF32Dmma>(q, cached, device);
 }
 
