@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -131,6 +132,27 @@ double median_ms(cudaStream_t stream, int reps, const std::function<void(int)>& 
   return times[times.size() / 2];
 }
 
+/// Runs `peer` (which writes `out`) and checks that it computed `ours`: relative Frobenius
+/// error within `tolerance` (float32 sums: 1e-5; TF32, both sides rounded: 4e-3), else the
+/// comparison would be meaningless and the program stops.
+void check_peer(const char* name, const sg::Tensor& ours, const std::function<void()>& peer, const sg::Tensor& out,
+                double tolerance) {
+  peer();
+  const std::vector<double> x = out.to_vector(), y = ours.to_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    num += (x[i] - y[i]) * (x[i] - y[i]);
+    den += y[i] * y[i];
+  }
+  const double rel = std::sqrt(num / den);
+  std::printf("  peer check: cuBLAS %-22s relative error %.1e against structgrad\n", name, rel);
+  if (!(rel <= tolerance)) {
+    std::fprintf(stderr, "bench_gemm_cuda: cuBLAS %s does not compute structgrad's product (relative error %.3g)\n",
+                 name, rel);
+    std::exit(1);
+  }
+}
+
 /// Input sets to rotate through so that one pass reads more than three times the L2.
 int input_sets(int64_t n, int operands, size_t element) {
   int l2 = 0;
@@ -197,14 +219,42 @@ void Bench::run_size(int64_t n) {
                                 ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
   });
   add(n, "dense·dense", "cuBLAS SGEMM", sgemm, 2 * n3);
-  const double strmm = time([&](int r) {
-    SG_CUBLAS_CHECK(cublasStrmm(cublas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
-                                ni, ni, &one, ptr(upper_a[r % sets]), ld, ptr(upper_b[r % sets]), ld, ptr(out), ld));
-  });
-  const double ssymm = time([&](int r) {
-    SG_CUBLAS_CHECK(cublasSsymm(cublas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, ni, ni, &one, ptr(sym_a[r % sets]),
-                                ld, ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
-  });
+  // STRMM and SSYMM compute our products. Row-major C = X·Y is column-major Cᵀ = Yᵀ·Xᵀ, and the
+  // column-major view of a row-major Upper matrix is lower triangular. So C = U·V (both Upper)
+  // is STRMM with U as the triangular operand on the right, or with V on the left: both are
+  // timed and checked, and the faster is the peer. C = U·D is the first form, C = S·D SSYMM
+  // with S on the right. (Before the fifteenth session the bench called STRMM and SSYMM on
+  // the left with the upper triangle: the same amount of work, but not our product, and cuBLAS's
+  // time depends on the side; docs/performance.md.)
+  auto strmm_right = [&](const sg::Tensor& u, const sg::Tensor& y) {
+    SG_CUBLAS_CHECK(cublasStrmm(cublas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                ni, ni, &one, ptr(u), ld, ptr(y), ld, ptr(out), ld));
+  };
+  auto strmm_left = [&](const sg::Tensor& u, const sg::Tensor& v) {
+    SG_CUBLAS_CHECK(cublasStrmm(cublas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                ni, ni, &one, ptr(v), ld, ptr(u), ld, ptr(out), ld));
+  };
+  auto ssymm_right = [&](const sg::Tensor& s, const sg::Tensor& d) {
+    SG_CUBLAS_CHECK(cublasSsymm(cublas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, ni, ni, &one, ptr(s), ld, ptr(d), ld,
+                                &zero, ptr(out), ld));
+  };
+  {
+    sg::NoGradGuard no_grad;
+    const double tolerance = options_.tf32 ? 4e-3 : 1e-5;
+    check_peer("STRMM, U on the right", sg::matmul(sg::UpperTriangular(upper_a[0]), sg::UpperTriangular(upper_b[0])),
+               [&] { strmm_right(upper_a[0], upper_b[0]); }, out, tolerance);
+    check_peer("STRMM, V on the left", sg::matmul(sg::UpperTriangular(upper_a[0]), sg::UpperTriangular(upper_b[0])),
+               [&] { strmm_left(upper_a[0], upper_b[0]); }, out, tolerance);
+    check_peer("STRMM, U·D", sg::matmul(sg::UpperTriangular(upper_a[0]), dense_b[0]),
+               [&] { strmm_right(upper_a[0], dense_b[0]); }, out, tolerance);
+    check_peer("SSYMM", sg::matmul(sg::Symmetric(sym_a[0]), dense_b[0]), [&] { ssymm_right(sym_a[0], dense_b[0]); },
+               out, tolerance);
+  }
+  const double strmm_u_right = time([&](int r) { strmm_right(upper_a[r % sets], upper_b[r % sets]); });
+  const double strmm_v_left = time([&](int r) { strmm_left(upper_a[r % sets], upper_b[r % sets]); });
+  const double strmm = std::min(strmm_u_right, strmm_v_left);
+  const double strmm_dense = time([&](int r) { strmm_right(upper_a[r % sets], dense_b[r % sets]); });
+  const double ssymm = time([&](int r) { ssymm_right(sym_a[r % sets], dense_b[r % sets]); });
   const double ssyrk = time([&](int r) {
     SG_CUBLAS_CHECK(cublasSsyrk(cublas_, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, ni, ni, &one, ptr(dense_a[r % sets]), ld,
                                 &zero, ptr(out), ld));
@@ -220,7 +270,9 @@ void Bench::run_size(int64_t n) {
   forward("upper·upper fwd", n3 / 3, [&](int r) {
     return sg::matmul(sg::UpperTriangular(upper_a[r % sets]), sg::UpperTriangular(upper_b[r % sets]));
   });
-  add(n, "upper·upper fwd", "cuBLAS STRMM", strmm, n3 / 3);
+  add(n, "upper·upper fwd", "cuBLAS STRMM", strmm, n3 / 3);  // the faster of the two forms below
+  add(n, "upper·upper fwd", "cuBLAS STRMM, U on the right", strmm_u_right, n3 / 3);
+  add(n, "upper·upper fwd", "cuBLAS STRMM, V on the left", strmm_v_left, n3 / 3);
   add(n, "upper·upper fwd", "cuBLAS SGEMM", sgemm, n3 / 3);
   for (auto [schedule, name] : {std::pair{GemmSchedule::HeaviestFirst, "structgrad, heaviest-first, no split"},
                                 std::pair{GemmSchedule::Raster, "structgrad, raster order, no split"}}) {
@@ -242,7 +294,7 @@ void Bench::run_size(int64_t n) {
       const double flops = 2 * n3 * mac_fraction(a, b);
       forward(workload.c_str(), flops, [&](int r) { return sg::matmul((*lhs[a])[r % sets], (*rhs[b])[r % sets]); });
       add(n, workload, "cuBLAS SGEMM", sgemm, flops);
-      if (a == 1 && b == 0) add(n, workload, "cuBLAS STRMM", strmm, flops);
+      if (a == 1 && b == 0) add(n, workload, "cuBLAS STRMM", strmm_dense, flops);
       if (a == 2 && b == 0) add(n, workload, "cuBLAS SSYMM", ssymm, flops);
     }
   }
