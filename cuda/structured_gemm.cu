@@ -2252,6 +2252,70 @@ __global__ void __launch_bounds__(kRelayoutTile * kRelayoutRows)
   }
 }
 
+// The whole copy of a Symmetric operand (the FP64 loop's k-major copies, and an outer-major
+// copy that is not a mirror copy: both are the full matrix, a symmetric view being its own
+// transpose): out[i·ldo + j] = S[min(i, j)][max(i, j)] for i, j < n. A block takes a pair of
+// kSymCopyTile tiles, (bi, bj) and (bj, bi) with bi ≤ bj: it reads tile (bi, bj) of the stored
+// upper triangle once and writes it twice, as it lies and transposed (the diagonal tile once,
+// its lower half mirrored). relayout_outer_major_kernel, one 32 × 32 tile per block with a
+// thread per element, read every stored element twice and ran at 64 % of the memory's peak
+// (45 µs per 4096 operand, Nsight Compute, 2026-11-25; docs/structured_gemm.md).
+constexpr int kSymCopyTile = 64, kSymCopyThreads = 256;
+// Thread t covers rows t / 16 + 16·p (p < 4) and columns 4·(t mod 16) … + 3 of a tile.
+constexpr int kSymCopyVecsPerRow = kSymCopyTile / 4, kSymCopyRowsPerPass = kSymCopyThreads / kSymCopyVecsPerRow;
+
+__global__ void __launch_bounds__(kSymCopyThreads)
+    symmetric_copy_kernel(const float* s, int64_t ld, int32_t n, bool vector_ok, float* out, int64_t ldo) {
+  __shared__ float tile[kSymCopyTile][kSymCopyTile + 1];
+  const int bi = blockIdx.y, bj = blockIdx.x;
+  if (bi > bj) return;  // (the pair's block is (bj, bi))
+  const int r0 = bi * kSymCopyTile, c0 = bj * kSymCopyTile;
+  const int row = threadIdx.x / kSymCopyVecsPerRow, col = (threadIdx.x % kSymCopyVecsPerRow) * 4;
+  const bool whole = r0 + kSymCopyTile <= n && c0 + kSymCopyTile <= n;
+  // Tile (bi, bj) of the storage. Its part below the diagonal (bi == bj) holds anything and is
+  // loaded (in bounds) but never written out.
+#pragma unroll
+  for (int p = 0; p < kSymCopyTile / kSymCopyRowsPerPass; ++p) {
+    const int r = row + p * kSymCopyRowsPerPass;
+    float v[4];
+    if (whole && vector_ok) {
+      load_vec_global(s + static_cast<int64_t>(r0 + r) * ld + c0 + col, v);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        v[j] = r0 + r < n && c0 + col + j < n ? s[static_cast<int64_t>(r0 + r) * ld + c0 + col + j] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) tile[r][col + j] = v[j];
+  }
+  __syncthreads();
+  // out rows are 16-byte aligned (ldo a multiple of 4, a fresh allocation): whole tiles store
+  // vectors. Tile (bi, bj) as it lies (on the diagonal, element (r, c) with r > c from (c, r)),
+  // then tile (bj, bi) as its transpose.
+  auto store = [&](int o0, int k0, bool transposed) {
+#pragma unroll
+    for (int p = 0; p < kSymCopyTile / kSymCopyRowsPerPass; ++p) {
+      const int r = row + p * kSymCopyRowsPerPass;
+      float v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int c = col + j;
+        v[j] = transposed || (bi == bj && r > c) ? tile[c][r] : tile[r][c];
+      }
+      float* dst = out + static_cast<int64_t>(o0 + r) * ldo + k0 + col;
+      if (whole) {
+        *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (o0 + r < n && k0 + col + j < n) dst[j] = v[j];
+      }
+    }
+  };
+  store(r0, c0, false);
+  if (bi != bj) store(c0, r0, true);
+}
+
 // =============================================================================================
 // Host planner.
 //
@@ -3274,6 +3338,18 @@ RelayoutCopy relayout_operand(const GemmProblem& p, bool is_b, bool k_major, int
     copy.stored_ld = v.ld;
   }
   if (poison_relayout.load()) SG_CUDA_CHECK(cudaMemsetAsync(copy.storage->data, 0xFF, bytes, stream(device)));  // NaN
+  if (v.pattern == Pattern::Symmetric && !mirror_only) {
+    // The whole matrix, k-major or outer-major alike (symmetric_copy_kernel).
+    const unsigned tiles = static_cast<unsigned>((extent + kSymCopyTile - 1) / kSymCopyTile);
+    symmetric_copy_kernel<<<dim3(tiles, tiles), kSymCopyThreads, 0, stream(device)>>>(
+        v.data, v.ld, static_cast<int32_t>(extent), v.vector_ok, static_cast<float*>(copy.storage->data), ldo);
+    SG_CUDA_CHECK_LAUNCH("symmetric_copy_kernel");
+    relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
+    (is_b ? q.b : q.a) = GemmOperand{OperandKind::Dense, k_major != is_b};
+    (is_b ? q.b_data : q.a_data) = copy.storage->data;
+    (is_b ? q.ldb : q.lda) = ldo;
+    return copy;
+  }
   const dim3 grid(static_cast<unsigned>((cols + kRelayoutTile - 1) / kRelayoutTile),
                   static_cast<unsigned>((rows + kRelayoutTile - 1) / kRelayoutTile));
   relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
