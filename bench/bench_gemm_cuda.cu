@@ -241,10 +241,9 @@ void Bench::run_size(int64_t n) {
   {
     sg::NoGradGuard no_grad;
     const double tolerance = options_.tf32 ? 4e-3 : 1e-5;
-    check_peer("STRMM, U on the right", sg::matmul(sg::UpperTriangular(upper_a[0]), sg::UpperTriangular(upper_b[0])),
-               [&] { strmm_right(upper_a[0], upper_b[0]); }, out, tolerance);
-    check_peer("STRMM, V on the left", sg::matmul(sg::UpperTriangular(upper_a[0]), sg::UpperTriangular(upper_b[0])),
-               [&] { strmm_left(upper_a[0], upper_b[0]); }, out, tolerance);
+    const sg::Tensor upper_upper = sg::matmul(sg::UpperTriangular(upper_a[0]), sg::UpperTriangular(upper_b[0]));
+    check_peer("STRMM, U on the right", upper_upper, [&] { strmm_right(upper_a[0], upper_b[0]); }, out, tolerance);
+    check_peer("STRMM, V on the left", upper_upper, [&] { strmm_left(upper_a[0], upper_b[0]); }, out, tolerance);
     check_peer("STRMM, U·D", sg::matmul(sg::UpperTriangular(upper_a[0]), dense_b[0]),
                [&] { strmm_right(upper_a[0], dense_b[0]); }, out, tolerance);
     check_peer("SSYMM", sg::matmul(sg::Symmetric(sym_a[0]), dense_b[0]), [&] { ssymm_right(sym_a[0], dense_b[0]); },
