@@ -567,6 +567,25 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[2][64], uint64_t
 #endif
 }
 
+/// The same with A from registers (the tall kernel): a[4] this thread's TF32 bit patterns of A as in
+/// wgmma_m64n128k8_tf32_register_a, B 256 × 8 K-major in shared memory, d as in wgmma_m64n256k8_tf32.
+__device__ __forceinline__ void wgmma_m64n256k8_tf32_register_a(float (&d)[2][64], const uint32_t (&a)[4],
+                                                                uint64_t b_desc) {
+#if SG_HAS_WGMMA
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, accumulate, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[0][4]), "+f"(d[0][5]), "+f"(d[1][4]), "+f"(d[1][5]), "+f"(d[0][6]), "+f"(d[0][7]), "+f"(d[1][6]), "+f"(d[1][7]), "+f"(d[0][8]), "+f"(d[0][9]), "+f"(d[1][8]), "+f"(d[1][9]), "+f"(d[0][10]), "+f"(d[0][11]), "+f"(d[1][10]), "+f"(d[1][11]), "+f"(d[0][12]), "+f"(d[0][13]), "+f"(d[1][12]), "+f"(d[1][13]), "+f"(d[0][14]), "+f"(d[0][15]), "+f"(d[1][14]), "+f"(d[1][15]), "+f"(d[0][16]), "+f"(d[0][17]), "+f"(d[1][16]), "+f"(d[1][17]), "+f"(d[0][18]), "+f"(d[0][19]), "+f"(d[1][18]), "+f"(d[1][19]), "+f"(d[0][20]), "+f"(d[0][21]), "+f"(d[1][20]), "+f"(d[1][21]), "+f"(d[0][22]), "+f"(d[0][23]), "+f"(d[1][22]), "+f"(d[1][23]), "+f"(d[0][24]), "+f"(d[0][25]), "+f"(d[1][24]), "+f"(d[1][25]), "+f"(d[0][26]), "+f"(d[0][27]), "+f"(d[1][26]), "+f"(d[1][27]), "+f"(d[0][28]), "+f"(d[0][29]), "+f"(d[1][28]), "+f"(d[1][29]), "+f"(d[0][30]), "+f"(d[0][31]), "+f"(d[1][30]), "+f"(d[1][31]), "+f"(d[0][32]), "+f"(d[0][33]), "+f"(d[1][32]), "+f"(d[1][33]), "+f"(d[0][34]), "+f"(d[0][35]), "+f"(d[1][34]), "+f"(d[1][35]), "+f"(d[0][36]), "+f"(d[0][37]), "+f"(d[1][36]), "+f"(d[1][37]), "+f"(d[0][38]), "+f"(d[0][39]), "+f"(d[1][38]), "+f"(d[1][39]), "+f"(d[0][40]), "+f"(d[0][41]), "+f"(d[1][40]), "+f"(d[1][41]), "+f"(d[0][42]), "+f"(d[0][43]), "+f"(d[1][42]), "+f"(d[1][43]), "+f"(d[0][44]), "+f"(d[0][45]), "+f"(d[1][44]), "+f"(d[1][45]), "+f"(d[0][46]), "+f"(d[0][47]), "+f"(d[1][46]), "+f"(d[1][47]), "+f"(d[0][48]), "+f"(d[0][49]), "+f"(d[1][48]), "+f"(d[1][49]), "+f"(d[0][50]), "+f"(d[0][51]), "+f"(d[1][50]), "+f"(d[1][51]), "+f"(d[0][52]), "+f"(d[0][53]), "+f"(d[1][52]), "+f"(d[1][53]), "+f"(d[0][54]), "+f"(d[0][55]), "+f"(d[1][54]), "+f"(d[1][55]), "+f"(d[0][56]), "+f"(d[0][57]), "+f"(d[1][56]), "+f"(d[1][57]), "+f"(d[0][58]), "+f"(d[0][59]), "+f"(d[1][58]), "+f"(d[1][59]), "+f"(d[0][60]), "+f"(d[0][61]), "+f"(d[1][60]), "+f"(d[1][61]), "+f"(d[0][62]), "+f"(d[0][63]), "+f"(d[1][62]), "+f"(d[1][63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+#else
+  __trap();  // the host launches the tall kernel only on sm_90a code
+#endif
+}
+
 __device__ __forceinline__ bool pattern_allows(Pattern pattern, int outer, int k) {
   return pattern == Pattern::KAtLeastOuter ? k >= outer : pattern == Pattern::KAtMostOuter ? k <= outer : true;
 }
@@ -1698,18 +1717,23 @@ __device__ __forceinline__ void init_pipeline_barriers(uint64_t* full, uint64_t*
 // (k-major) in the raw tile layout of RawRing — one 3-D box of the column-block map
 // (encode_raw_block_map) where maps.has says so, else four 32 × 32 boxes of the raw map. The one
 // box halves the copies per step (five to two).
-template <class Cfg>
-__device__ __forceinline__ void issue_register_b_step(const TmaMaps& maps, int k0, int row0, int col0, float* a_tile,
-                                                      float* b_raw, uint64_t* full) {
-  mbarrier_arrive_expect_tx(full, 2 * Cfg::kTileBytes);
-  tma_load_tile(a_tile, direct_map<false, Cfg::kTile>(maps, k0, row0), k0, row0, full);
+// B's part, 128 columns from col0, also the tall kernel's.
+__device__ __forceinline__ void issue_raw_b_step(const TmaMaps& maps, int k0, int col0, float* b_raw, uint64_t* full) {
+  constexpr int kKStep = ConfigTf32Wgmma::kKStep;
   if (maps.has & kBRawBlocks) {  // the four boxes as one (column block, k, column) box
     tma_load_box_3d(b_raw, &maps.b_raw, 0, k0, col0 / 32, full);
     return;
   }
 #pragma unroll
-  for (int q = 0; q < Cfg::kTile / 32; ++q)
-    tma_load_tile(b_raw + q * 32 * Cfg::kKStep, &maps.b_raw, col0 + 32 * q, k0, full);
+  for (int q = 0; q < 4; ++q) tma_load_tile(b_raw + q * 32 * kKStep, &maps.b_raw, col0 + 32 * q, k0, full);
+}
+template <class Cfg>
+__device__ __forceinline__ void issue_register_b_step(const TmaMaps& maps, int k0, int row0, int col0, float* a_tile,
+                                                      float* b_raw, uint64_t* full) {
+  static_assert(Cfg::kTile == 128, "B's raw step: four 32-column boxes");
+  mbarrier_arrive_expect_tx(full, 2 * Cfg::kTileBytes);
+  tma_load_tile(a_tile, direct_map<false, Cfg::kTile>(maps, k0, row0), k0, row0, full);
+  issue_raw_b_step(maps, k0, col0, b_raw, full);
 }
 
 // The producer: thread 0 of the warp after the consumer warpgroups.
@@ -1923,6 +1947,25 @@ __device__ __forceinline__ void load_register_b(const float* raw, const int (&of
       frag[s][i] = __float_as_uint(raw[offset[i & 1][i >> 1] + (2 * half + s) * 8 * 32]) + 0x1000u;
 }
 
+/// offset[h][kk]: the index in a raw tile of B's k-step (RawRing's layout, four 32 × 32 boxes) of
+/// this thread's output column ConfigTf32WgmmaRegisterB::col_base() + 4h at k = t + 4kk of k8
+/// slice 0: where its A fragments come from in the register-B and tall kernels.
+__device__ __forceinline__ void register_b_offsets(int (&offset)[2][2]) {
+  constexpr int kKStep = ConfigTf32Wgmma::kKStep;
+  const int t = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, col = ConfigTf32WgmmaRegisterB::col_base();
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int c = col + 4 * h, k = t + 4 * kk;
+      offset[h][kk] = (c >> 5) * 32 * kKStep + k * 32 + ((((c & 31) >> 2) ^ k) << 2) + (g & 3);
+      // Kept in a register through the loop. Left visible, the offsets were recomputed from
+      // threadIdx.x in every k-step: about 45 of the step's 227 instructions (Nsight Compute,
+      // docs/structured_gemm.md, "The register-B kernel's offsets").
+      asm volatile("" : "+r"(offset[h][kk]));
+    }
+}
+
 // The consumers of the register-B kernel: one k-step = two groups (half 0: slices 0, 1 from
 // fragments f0; half 1: slices 2, 3 from f1). After issuing a group, each warpgroup waits for the
 // one before it; after half 0 that is the previous step's last, so its buffer goes back.
@@ -1932,7 +1975,6 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
                                                          float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                                          float (*b_raw)[Cfg::kKStep * Cfg::kStride], uint64_t* full,
                                                          uint64_t* empty, float (&acc)[2][32]) {
-  using Out = ConfigTf32WgmmaRegisterB;
   const bool signals = (threadIdx.x & 127) == 0;
   const bool producer = threadIdx.x == 0;
   // The first kPipelineStages − 1 steps' copies; step t + 2's is issued during step t (below).
@@ -1943,20 +1985,8 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
   }
   if (item.mirror_zeros) store_mirror_zeros(maps, row0, col0, b_raw[kPipelineStages - 1]);
   int ahead_stage = kPipelineStages - 1, ahead_round = 0;  // the buffer of step t + 2
-  const int t = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2, col = Out::col_base();  // col: tile column
-  // offset[h][kk]: the raw tile index of this thread's column col + 4h at k = t + 4kk (slice 0).
   int offset[2][2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {
-      const int c = col + 4 * h, k = t + 4 * kk;
-      offset[h][kk] = (c >> 5) * 32 * Cfg::kKStep + k * 32 + ((((c & 31) >> 2) ^ k) << 2) + (g & 3);
-      // Kept in a register through the loop. Left visible, the offsets were recomputed from
-      // threadIdx.x in every k-step: about 45 of the step's 227 instructions (Nsight Compute,
-      // docs/structured_gemm.md, "The register-B kernel's offsets").
-      asm volatile("" : "+r"(offset[h][kk]));
-    }
+  register_b_offsets(offset);
   uint32_t f0[2][4] = {}, f1[2][4] = {};
   int stage = 0, round = 0, released = -1;
 #pragma unroll 1
@@ -2071,6 +2101,220 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
   } else {
     write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
   }
+}
+
+// =============================================================================================
+// The tall kernel: the register-B kernel's products (A direct, B k-major as it lies, the tile
+// computed transposed) in tiles of 256 rows × 128 columns, persistent, one block per SM — the wide
+// kernel's trade (a third less L2 traffic per multiply-add than 128 × 128 tiles: 48 KB per k-step
+// for twice the multiply-adds of a 32 KB step) with the wide kernel's run-ahead producer warp and
+// four-stage ring (A 32 KB + B 16 KB per stage). Each consumer warpgroup computes 64 output columns
+// × all 256 rows, wgmma m64n256k8 with its A (op(B)ᵀ) from registers, loaded from B's raw tile as
+// the register-B kernel loads it (the same column permutation, register_b_offsets); its B operand
+// is A's direct copy of 256 rows.
+// Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
+// long tiles split, chunks dealt heaviest first to the least loaded block). Items with an empty
+// k-range are tiles of zeros: the producer warp writes them by TMA stores from a zeroed box while
+// the consumers compute, so they cost the consumers nothing. Operands whose storage holds their
+// structural zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
+// =============================================================================================
+
+constexpr int kTallStages = 4;
+
+/// The tall kernel's tile and accumulators: as ConfigTf32WgmmaRegisterB (acc_t[i][j] at output row
+/// row_base() + row_offset(i), column col_base() + 4j), with 256 rows.
+struct TallConfig : ConfigTf32WgmmaRegisterB {
+  static constexpr int kTile = 256, kTileN = 128;  // output rows (A's direct copy), columns (B's raw copy)
+  static constexpr int kPerRow = 64;
+  static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
+  // The epilogue's buffer: four boxes of 64 rows × 32 columns of the output map, a quarter of the
+  // tile per round (store_tall_tile); its first box, zeroed, also the source of the tiles of zeros.
+  static constexpr int kOutRows = 64, kOutBoxBytes = kOutRows * 32 * 4, kOutBytes = 4 * kOutBoxBytes;
+  static constexpr int kDynamicSmem = kTallStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
+};
+static_assert(TallConfig::kDynamicSmem <= 227 * 1024, "the tall ring fits an H100 block's shared memory");
+
+/// The tall kernel's tile written by TMA stores, in four rounds of 64 rows through the four boxes
+/// at `out` (64 rows × 32 columns each, the 128-byte swizzle: 16-byte chunk p of row r at p ^ (r mod
+/// 8)): thread 0 waits until the stores before have read the boxes, the threads write alpha · acc
+/// with the Upper mask's zeros, and thread 0 stores the boxes (clipped at C's edges). The last
+/// round's stores drain while the block goes on to its next item.
+__device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
+                                                const float (&acc)[TallConfig::kPerRow][TallConfig::kPerCol],
+                                                unsigned char* out) {
+  using Cfg = TallConfig;
+  constexpr int kRowsPerRound = Cfg::kOutRows, kPerRound = Cfg::kPerRow * kRowsPerRound / Cfg::kTile;
+  static_assert(Cfg::row_offset(kPerRound) == kRowsPerRound, "round r's accumulators are rows 64r … 64r + 63");
+  const float alpha = args.alpha;
+  const bool upper = args.mask == OutputMask::Upper;
+  const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
+#pragma unroll
+  for (int round = 0; round < Cfg::kTile / kRowsPerRound; ++round) {
+    if (threadIdx.x == 0) tma_store_wait_read();
+    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+#pragma unroll
+    for (int i = round * kPerRound; i < (round + 1) * kPerRound; ++i) {
+      const int r = row_base + Cfg::row_offset(i) - round * kRowsPerRound;
+#pragma unroll
+      for (int j = 0; j < Cfg::kPerCol; ++j) {
+        const int c = col_base + Cfg::col_offset(j);
+        const float value = upper && row0 + round * kRowsPerRound + r > col0 + c ? 0.0f : alpha * acc[i][j];
+        *reinterpret_cast<float*>(out + (c >> 5) * Cfg::kOutBoxBytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) +
+                                  (c & 3) * 4) = value;
+      }
+    }
+    fence_shared_for_async_proxy();
+    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int q = 0; q < Cfg::kTileN / 32; ++q)
+        tma_store_tile(&maps.c, col0 + 32 * q, row0 + round * kRowsPerRound, out + q * Cfg::kOutBoxBytes);
+      tma_store_commit();
+    }
+  }
+}
+
+/// The tall kernel's A fragments of one k-step: frag[s] those of k8 slice s, as load_register_b.
+__device__ __forceinline__ void load_tall_fragments(const float* raw, const int (&offset)[2][2], uint32_t (&frag)[4][4]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) frag[s][i] = __float_as_uint(raw[offset[i & 1][i >> 1] + s * 8 * 32]) + 0x1000u;
+}
+/// keep_fragments for a step's four slices.
+__device__ __forceinline__ void keep_tall_fragments(uint32_t (&frag)[4][4]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(frag[s][i])::"memory");
+}
+
+__global__ void __launch_bounds__(TallConfig::kThreads, 1)
+    structured_gemm_tall_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps,
+                                const int* offsets) {
+  using Cfg = TallConfig;
+  extern __shared__ __align__(1024) unsigned char dynamic_smem[];
+  unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
+  float* const a_tiles = reinterpret_cast<float*>(base);
+  float* const b_raw = reinterpret_cast<float*>(base + kTallStages * Cfg::kATileBytes);
+  unsigned char* const out = base + kTallStages * (Cfg::kATileBytes + Cfg::kBTileBytes);  // the epilogue's boxes
+  constexpr int kAStage = Cfg::kATileBytes / 4, kBStage = Cfg::kBTileBytes / 4;  // floats per buffer
+  __shared__ uint64_t full[kTallStages], empty[kTallStages];
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kTallStages; ++s) {
+      mbarrier_init(full + s, 1);   // thread 0's arrive.expect_tx
+      mbarrier_init(empty + s, 2);  // one arrival per warpgroup
+    }
+  }
+  const int first = offsets[blockIdx.x], last = offsets[blockIdx.x + 1];
+  // The block's tiles of zeros (they come first): stored by thread 0 from a zeroed box while the
+  // block computes; it waits for their reads only before it leaves.
+  int i = first;
+  while (i < last && args.items[i].k_begin >= args.items[i].k_end) ++i;
+  const bool zeros = i > first;
+  if (zeros) {
+    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int c = 0; c < Cfg::kOutBoxBytes / 16 / Cfg::kThreads; ++c)
+      store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * Cfg::kThreads)), z);
+    fence_shared_for_async_proxy();
+  }
+  __syncthreads();  // the barriers' initialization, the zeroed box
+  if (zeros && threadIdx.x == 0) {
+    for (int z = first; z < i; ++z) {
+      const int row0 = args.items[z].tile_row * Cfg::kTile, col0 = args.items[z].tile_col * Cfg::kTileN;
+#pragma unroll
+      for (int h = 0; h < Cfg::kTile / Cfg::kOutRows; ++h)
+#pragma unroll
+        for (int q = 0; q < Cfg::kTileN / 32; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0 + Cfg::kOutRows * h, out);
+    }
+    tma_store_commit();
+  }
+  // Thread 0 issues the copies kTallStages − 1 steps ahead of the step the warpgroups multiply,
+  // across items: its cursor (item, k) runs through the block's items on its own.
+  int issue_item = i, issue_k = 0, issue_k_end = 0, issue_row0 = 0, issue_col0 = 0, issue_stage = 0, issue_round = 0;
+  auto load_cursor = [&] {
+    if (issue_item >= last) return;
+    const GemmWorkItem& next = args.items[issue_item];
+    issue_k = next.k_begin;
+    issue_k_end = next.k_end;
+    issue_row0 = next.tile_row * Cfg::kTile;
+    issue_col0 = next.tile_col * Cfg::kTileN;
+  };
+  auto issue_step = [&] {
+    if (issue_item >= last) return;
+    if (issue_round > 0) mbarrier_wait(empty + issue_stage, (issue_round - 1) & 1);
+    mbarrier_arrive_expect_tx(full + issue_stage, Cfg::kATileBytes + Cfg::kBTileBytes);
+    tma_load_tile(a_tiles + issue_stage * kAStage, &maps.a, issue_k, issue_row0, full + issue_stage);
+    issue_raw_b_step(maps, issue_k, issue_col0, b_raw + issue_stage * kBStage, full + issue_stage);
+    if (++issue_stage == kTallStages) issue_stage = 0, ++issue_round;
+    issue_k += Cfg::kKStep;
+    if (issue_k >= issue_k_end) {
+      ++issue_item;
+      load_cursor();
+    }
+  };
+  const bool issuer = threadIdx.x == 0;
+  if (issuer) {
+    load_cursor();
+    for (int s = 0; s < kTallStages - 1; ++s) issue_step();
+  }
+  const bool signals = (threadIdx.x & 127) == 0;
+  int offset[2][2];
+  register_b_offsets(offset);
+  int stage = 0, round = 0;
+#pragma unroll 1
+  for (; i < last; ++i) {
+    const GemmWorkItem item = args.items[i];
+    float acc[2][64];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int c = 0; c < 64; ++c) acc[r][c] = 0.0f;
+    // One wgmma group per k-step (its four k8 slices); the fragments of two steps are live, the
+    // step's own and those of the group still running.
+    uint32_t f0[4][4] = {}, f1[4][4] = {};
+    int released = -1;
+    auto step = [&](int k0, uint32_t (&frag)[4][4], uint32_t (&other)[4][4]) {
+      mbarrier_wait(full + stage, round & 1);
+      const uint32_t a_tile = shared_address(a_tiles + stage * kAStage);
+      const float* raw = b_raw + stage * kBStage;
+      load_tall_fragments(raw, offset, frag);
+      wgmma_fence_operands(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        wgmma_m64n256k8_tf32_register_a(acc, frag[s], wgmma_descriptor(a_tile + 8 * s * sizeof(float)));
+      wgmma_commit();
+      wgmma_wait_all_but_latest();  // the previous step's group: its buffer and fragments are free
+      wgmma_fence_operands(acc);
+      keep_tall_fragments(other);
+      if (signals && released >= 0) mbarrier_arrive(empty + released);
+      released = stage;
+      // The step kTallStages − 1 ahead goes into the buffer just released (both warpgroups).
+      if (issuer) issue_step();
+      if (++stage == kTallStages) stage = 0, ++round;
+    };
+    int k0 = item.k_begin;
+#pragma unroll 1
+    for (; k0 + Cfg::kKStep < item.k_end; k0 += 2 * Cfg::kKStep) {
+      step(k0, f0, f1);
+      step(k0 + Cfg::kKStep, f1, f0);
+    }
+    if (k0 < item.k_end) step(k0, f0, f1);
+    wgmma_wait_all();
+    wgmma_fence_operands(acc);
+    keep_tall_fragments(f0);
+    keep_tall_fragments(f1);
+    if (signals) mbarrier_arrive(empty + released);
+    float acc_t[Cfg::kPerRow][Cfg::kPerCol];  // the transposed tile's accumulators
+#pragma unroll
+    for (int r = 0; r < Cfg::kPerCol; ++r)
+#pragma unroll
+      for (int c = 0; c < Cfg::kPerRow; ++c) acc_t[c][r] = acc[r][c];
+    store_tall_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc_t, out);
+  }
+  if (issuer) tma_store_wait_read();  // the epilogue's boxes must outlive the stores' reads
 }
 
 // =============================================================================================
@@ -2735,6 +2979,59 @@ std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const Ge
   return items;
 }
 
+// The tall kernel's model cost of an item's fill and epilogue, in k-steps of one block.
+constexpr double kTallItemCost = 5.0;
+
+TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
+  constexpr int kRows = TallConfig::kTile, kCols = TallConfig::kTileN, kStep = TallConfig::kKStep;
+  SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric, "tall_tile_plan: needs sms > 0 and a mask other than Symmetric");
+  const int64_t tile_rows = (p.m + kRows - 1) / kRows, tile_cols = (p.n + kCols - 1) / kCols;
+  std::vector<GemmWorkItem> tiles, zeros;
+  for (int64_t i = 0; i < tile_rows; ++i) {
+    for (int64_t j = 0; j < tile_cols; ++j) {
+      const int64_t row0 = i * kRows, row1 = std::min<int64_t>(row0 + kRows, p.m);
+      const int64_t col0 = j * kCols, col1 = std::min<int64_t>(col0 + kCols, p.n);
+      const KRange range = p.mask == OutputMask::Upper && row0 >= col1
+                               ? KRange{0, 0}  // only zeros
+                               : structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, p.k);
+      GemmWorkItem item;
+      item.tile_row = static_cast<int32_t>(i);
+      item.tile_col = static_cast<int32_t>(j);
+      if (range.end > range.begin) {
+        item.k_begin = static_cast<int32_t>(range.begin);
+        item.k_end = static_cast<int32_t>(range.end);
+      }
+      (range.end > range.begin ? tiles : zeros).push_back(item);
+    }
+  }
+  auto cost = [](const GemmWorkItem& t) { return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallItemCost; };
+  TallPlan plan;
+  plan.compute_tiles = static_cast<int64_t>(tiles.size());
+  for (const GemmWorkItem& t : tiles) plan.mean_load += cost(t) / sms;
+  // Heaviest first (ties in raster order), each to the least loaded block (ties: the lowest index).
+  std::stable_sort(tiles.begin(), tiles.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) { return cost(x) > cost(y); });
+  using Slot = std::pair<double, int>;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
+  for (int b = 0; b < sms; ++b) slots.push({0.0, b});
+  std::vector<std::vector<GemmWorkItem>> per_block(static_cast<size_t>(sms));
+  for (size_t z = 0; z < zeros.size(); ++z) per_block[z % static_cast<size_t>(sms)].push_back(zeros[z]);
+  for (const GemmWorkItem& t : tiles) {
+    Slot slot = slots.top();
+    slots.pop();
+    per_block[static_cast<size_t>(slot.second)].push_back(t);
+    slot.first += cost(t);
+    plan.makespan = std::max(plan.makespan, slot.first);
+    slots.push(slot);
+  }
+  plan.offsets.reserve(static_cast<size_t>(sms) + 1);
+  for (const auto& block : per_block) {
+    plan.offsets.push_back(static_cast<int32_t>(plan.items.size()));
+    plan.items.insert(plan.items.end(), block.begin(), block.end());
+  }
+  plan.offsets.push_back(static_cast<int32_t>(plan.items.size()));
+  return plan;
+}
+
 // =============================================================================================
 // Launcher: plan cache, workspace, launch.
 // =============================================================================================
@@ -2775,9 +3072,12 @@ int blocks_per_sm_of() {
         &register_b_blocks, structured_gemm_register_b_kernel<Cfg>, Cfg::kThreads, Cfg::kDynamicSmemTma));
     blocks = blocks == 0 ? register_b_blocks : std::min(blocks, register_b_blocks);
   }
-  if constexpr (std::is_same<Cfg, ConfigTf32Wgmma>::value)  // the wide kernel runs from the same plans
+  if constexpr (std::is_same<Cfg, ConfigTf32Wgmma>::value) {  // the wide and tall kernels run from the same plans
     SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        WideConfig::kDynamicSmem));
+    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_tall_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       TallConfig::kDynamicSmem));
+  }
   int plain_blocks = 0;
   SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&plain_blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
                                                               Cfg::kDynamicSmem));
@@ -2818,6 +3118,18 @@ std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int> current_fp32_loop{static_cast<int>(Fp32Loop::Auto)};
 std::atomic<int64_t> dmma_launch_count{0};
 std::atomic<int64_t> wide_launch_count{0};
+std::atomic<int> current_tall_tiles{static_cast<int>(TallTiles::Auto)};
+std::atomic<int64_t> tall_launch_count{0};
+
+/// Whether product `p` has the tall kernel's shape (its plan gets a tall schedule): the
+/// register-B kernel's (A not transposed, so outer-major; B not transposed, so k-major; neither
+/// Symmetric; one of them Upper or Lower), a mask other than Symmetric (the tiles go out by TMA
+/// stores), and at least one whole tile row.
+bool tall_shape(const GemmProblem& p) {
+  return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
+         p.b.kind != OperandKind::Symmetric && !p.a.trans && !p.b.trans &&
+         (is_triangular(p.a.kind) || is_triangular(p.b.kind)) && p.m >= TallConfig::kTile;
+}
 
 /// Whether `loop` is the wgmma loop with every kind of TMA copy (direct, raw, diagonal-crossing,
 /// both Symmetric triangles) and relayout: the default, and its ablation without the pipelined
@@ -2837,6 +3149,11 @@ struct CachedPlan {
   // products under an Upper mask; empty otherwise.
   std::vector<GemmWorkItem> mirrored;
   const GemmWorkItem* mirrored_items = nullptr;
+  // The tall kernel's schedule (tall_tile_plan), for wgmma products of the register-B kernel's
+  // shape (tall_shape); empty otherwise.
+  TallPlan tall;
+  const GemmWorkItem* tall_items = nullptr;
+  const int* tall_offsets = nullptr;
 };
 
 struct PlanCache {
@@ -2925,6 +3242,7 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
       p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
   if (wgmma && both_outer_major_dense) entry->wide = wide_tile_items(p);
   if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
+  if (wgmma && tall_shape(p)) entry->tall = tall_tile_plan(p, sms);
 
   // Upload once: items, counters (zeroed), then the other item lists; the host vectors stay in
   // the entry, so they outlive the asynchronous copies.
@@ -2937,7 +3255,12 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const size_t wide_bytes = entry->wide.size() * sizeof(GemmWorkItem);
   const size_t mirrored_offset = wide_offset + wide_bytes;
   const size_t mirrored_bytes = entry->mirrored.size() * sizeof(GemmWorkItem);
-  entry->device_table = std::make_unique<Storage>(mirrored_offset + mirrored_bytes, Device(DeviceType::CUDA, device));
+  const size_t tall_offset = mirrored_offset + mirrored_bytes;
+  const size_t tall_bytes = entry->tall.items.size() * sizeof(GemmWorkItem);
+  const size_t tall_offsets_offset = tall_offset + tall_bytes;
+  const size_t tall_offsets_bytes = entry->tall.offsets.size() * sizeof(int32_t);
+  entry->device_table =
+      std::make_unique<Storage>(tall_offsets_offset + tall_offsets_bytes, Device(DeviceType::CUDA, device));
   auto* base = static_cast<char*>(entry->device_table->data);
   entry->items = reinterpret_cast<const GemmWorkItem*>(base);
   entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
@@ -2952,6 +3275,12 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   };
   entry->wide_items = upload(entry->wide, wide_offset);
   entry->mirrored_items = upload(entry->mirrored, mirrored_offset);
+  entry->tall_items = upload(entry->tall.items, tall_offset);
+  if (tall_offsets_bytes > 0) {
+    SG_CUDA_CHECK(cudaMemcpyAsync(base + tall_offsets_offset, entry->tall.offsets.data(), tall_offsets_bytes,
+                                  cudaMemcpyHostToDevice, st));
+    entry->tall_offsets = reinterpret_cast<const int*>(base + tall_offsets_offset);
+  }
   return *cache.plans.emplace(key, std::move(entry)).first->second;
 }
 
@@ -3036,14 +3365,15 @@ bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtenso
   return true;
 }
 
-/// Encodes `map` over the output C (m × n, row stride ldc) in boxes of 128 rows × 32 columns with
+/// Encodes `map` over the output C (m × n, row stride ldc) in boxes of box_rows (128, the tall
+/// kernel's 64) rows × 32 columns with
 /// the 128-byte swizzle, for store_tile_by_tma. False where TMA cannot write C (16-byte aligned
 /// rows needed) or where the mask is Symmetric (its mirror writes go outside the tile).
-bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map) {
+bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map, cuuint32_t box_rows = ConfigTf32Wgmma::kTile) {
   if (!args.c_vector_ok || args.mask == OutputMask::Symmetric || tensor_map_encoder() == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(args.n), static_cast<cuuint64_t>(args.m)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(args.ldc) * sizeof(float)};
-  const cuuint32_t box[2] = {32, ConfigTf32Wgmma::kTile};
+  const cuuint32_t box[2] = {32, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult result =
       tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, args.c, dims, strides, box, element_strides,
@@ -3152,6 +3482,30 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, int device) {
   return 10 * items >= 8 * rounds * sms;
 }
 
+/// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs
+/// on the tall kernel: it has a tall schedule, both operands hold their structural zeros (Dense,
+/// or zeros_stored), C takes TMA stores (16-byte aligned rows), on the default loop with the
+/// register-B kernel on. Auto, besides: one operand Dense (the tiles run long k-ranges) and at
+/// least three tiles per SM. Measured (H100, TF32, 2026-11-25, `bench_gemm_cuda --tf32 --tall
+/// auto|never`, one binary, two runs each, alternating; docs/structured_gemm.md, "The tall kernel"):
+/// - Dense·Upper 0.202 ms against 0.238 at 4096 (1.69–1.70 against 1.84–1.97 at 8192), Upper·Dense
+///   0.205 against 0.248–0.252 (1.69 against 2.03–2.08);
+/// - at 2048 (128 tiles on 132 SMs) level or slower: Dense·Upper 0.051–0.053 against 0.051;
+/// - Upper·Upper slower at every size (0.123 against 0.120 at 4096, 0.055 against 0.041 at 2048):
+///   its makespan is its longest tile, 128 k-steps of 256 × 128 at 4096.
+bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandView<float>& b, const CachedPlan& cached,
+               int device) {
+  const TallTiles setting = tall_tiles();
+  if (setting == TallTiles::Never || tf32_loop() != Tf32Loop::Auto || !register_b_on() || cached.tall_items == nullptr)
+    return false;
+  const bool zeros = (a.pattern == Pattern::All || a.zeros_stored) && (b.pattern == Pattern::All || b.zeros_stored);
+  const bool c_aligned = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0;
+  if (!zeros || !c_aligned) return false;
+  if (setting == TallTiles::Always) return true;
+  const bool one_dense = a.pattern == Pattern::All || b.pattern == Pattern::All;
+  return one_dense && cached.tall.compute_tiles >= 3 * static_cast<int64_t>(sm_count(device));
+}
+
 /// A relayout copy of one operand (relayout_operand): the allocation (it holds the copy's zeros
 /// near the diagonal) and, for a mirror copy, the Symmetric operand's own storage, outer-major
 /// over its stored triangle.
@@ -3184,6 +3538,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   args.b.zeros_stored = b_copy != nullptr || p.b.zeros_stored;
   TmaMaps maps{};
   bool wide = false;  // the wide kernel's 128 × 256 tiles (its B maps have 256-row boxes)
+  bool tall = false;  // the tall kernel's 256 × 128 tiles (its A map has 256-row boxes)
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();
     if (full_tma(loop) || loop == Tf32Loop::WgmmaTmaOuterMajor) {
@@ -3194,8 +3549,10 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       wide = maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All &&
              args.b.pattern == Pattern::All && cached.wide_items != nullptr &&
              wide_tiles_pay(p, cached.wide.size(), device);
+      tall = maps.has == (kADirect | kBRaw) && tall_pays(p, args.a, args.b, cached, device);
+      const cuuint32_t a_rows = tall ? TallConfig::kTile : Cfg::kTile;
       const cuuint32_t b_rows = wide ? WideConfig::kTileN : Cfg::kTile;
-      encode_tile_maps(args.a, p.k, a_wanted, &maps.a, &maps.a_raw, Cfg::kTile);
+      encode_tile_maps(args.a, p.k, a_wanted, &maps.a, &maps.a_raw, a_rows);
       encode_tile_maps(args.b, p.k, b_wanted, &maps.b, &maps.b_raw, b_rows);
       // A mirror copy's stored triangle from the operand's storage (every relayout copy has its
       // direct map: 16-byte rows, and relayout_pays has checked the extents).
@@ -3222,7 +3579,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   // Partial tiles from the caching allocator; freeing at scope end is safe because the next
   // user of the block is queued behind this kernel on the same stream.
   const size_t workspace_bytes =
-      static_cast<size_t>(cached.plan.partial_tiles) * Cfg::kTile * Cfg::kTile * sizeof(typename Cfg::Acc);
+      tall ? 0 : static_cast<size_t>(cached.plan.partial_tiles) * Cfg::kTile * Cfg::kTile * sizeof(typename Cfg::Acc);
   Storage workspace(workspace_bytes, Device(DeviceType::CUDA, device));
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
@@ -3235,6 +3592,18 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
                                     stream(device)>>>(args, maps, items);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
       wide_launch_count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (tall) {
+      SG_CHECK(encode_output_map(args, &maps.c, TallConfig::kOutRows), "structured gemm: the tall kernel's output map");
+      maps.has |= kCStore;
+      if (encode_raw_block_map(args.b, p.k, &maps.b_raw)) maps.has |= kBRawBlocks;
+      args.items = cached.tall_items;
+      const int sms = static_cast<int>(cached.tall.offsets.size()) - 1;
+      structured_gemm_tall_kernel<<<static_cast<unsigned>(sms), TallConfig::kThreads,
+                                    TallConfig::kDynamicSmem, stream(device)>>>(args, maps, cached.tall_offsets);
+      SG_CUDA_CHECK_LAUNCH("structured_gemm_tall_kernel");
+      tall_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (a_tma || b_tma) {
@@ -3491,6 +3860,12 @@ void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<in
 WideTiles wide_tiles() { return static_cast<WideTiles>(current_wide_tiles.load()); }
 
 int64_t wide_launches() { return wide_launch_count.load(); }
+
+void set_tall_tiles(TallTiles setting) { current_tall_tiles.store(static_cast<int>(setting)); }
+
+TallTiles tall_tiles() { return static_cast<TallTiles>(current_tall_tiles.load()); }
+
+int64_t tall_launches() { return tall_launch_count.load(); }
 
 void set_fp32_loop(Fp32Loop loop) { current_fp32_loop.store(static_cast<int>(loop)); }
 

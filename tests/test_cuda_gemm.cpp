@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -273,6 +274,7 @@ class ScopedTf32 {
     cu::set_tf32_loop(cu::Tf32Loop::Auto);
     cu::set_operand_relayout(cu::OperandRelayout::Auto);
     cu::set_register_b(cu::RegisterB::Auto);
+    cu::set_tall_tiles(cu::TallTiles::Auto);
     cu::set_poison_relayout_copies(false);
     cu::set_fp32_loop(cu::Fp32Loop::Auto);
   }
@@ -635,6 +637,7 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, off, false, 1});
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
+  cu::set_tall_tiles(cu::TallTiles::Never);  // (its products with stored zeros: CudaGemmTall)
   std::mt19937_64 rng(13);
   // B's k-step as one 3-D box where its rows hold whole 32-column blocks: n = 640; n = 300 with
   // rows padded to 320 (columns 300…319 of the box come from the padding and meet only output
@@ -678,6 +681,67 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
       if (loop == cu::Tf32Loop::Auto)
         EXPECT_EQ(cu::relayout_copies() - copies, c.copies) << describe(c.p, sg::kFloat32);
     }
+  }
+}
+
+TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
+  // The tall kernel (256 × 128 tiles, persistent, the producer warp writing the tiles of zeros)
+  // takes the register-B kernel's products whose operands both hold their structural zeros (Dense,
+  // or vouched: zeros_stored) and whose C rows are 16-byte aligned; each product matches the
+  // reference, the tall kernel's or not. Edge tiles and a last k-step that is not whole (300, 1000),
+  // several tiles per block (1000, 2048 and 4096 on an H100), tiles of zeros (the Upper mask; A
+  // Upper of 520 × 300, whose tile rows past k = 300 have no k-range), a rectangular Dense A, Lower
+  // operands. Not taken: an unvouched triangular operand (its diagonal-crossing steps would need
+  // zeros written), C rows of 302 floats, the kernel turned off. On Auto: Dense·Upper and
+  // Upper·Dense at 4096 (at least three tiles per SM), not at 2048, not Upper·Upper.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
+  const ScopedTf32 tf32;
+  auto vouched = [](GemmProblem p) {
+    p.a.zeros_stored = p.a.kind != OperandKind::Dense;
+    p.b.zeros_stored = p.b.kind != OperandKind::Dense;
+    return p;
+  };
+  struct Case {
+    GemmProblem p;
+    cu::TallTiles setting;
+    int64_t pad;
+    bool tall;
+  };
+  const auto forced = cu::TallTiles::Always, off = cu::TallTiles::Never;
+  std::vector<Case> cases;
+  for (int64_t n : {300, 640, 1000}) {
+    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), forced, 0, true});  // Upper·Upper forward
+    cases.push_back({vouched(square(n, dense, upper, OutputMask::Full)), forced, 0, true});
+    cases.push_back({vouched(square(n, upper, dense, OutputMask::Full)), forced, 0, true});
+    cases.push_back({vouched(square(n, lower, upper, OutputMask::Full)), forced, 0, true});
+    cases.push_back({vouched(square(n, dense, lower, OutputMask::Upper)), forced, 0, true});
+    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), off, 0, false});
+    cases.push_back({square(n, upper, upper, OutputMask::Upper), forced, 0, false});  // not vouched
+  }
+  cases.push_back({vouched(square(302, upper, upper, OutputMask::Upper)), forced, 2, false});  // C rows unaligned
+  cases.push_back({vouched(square(300, upper, upper, OutputMask::Upper)), forced, 20, true});  // padded rows
+  GemmProblem rectangular = vouched(square(300, dense, upper, OutputMask::Full));
+  rectangular.m = 520;
+  cases.push_back({rectangular, forced, 0, true});
+  GemmProblem short_k = vouched(square(520, upper, dense, OutputMask::Upper));
+  short_k.k = 300;
+  cases.push_back({short_k, forced, 0, true});
+  const auto automatic = cu::TallTiles::Auto;
+  cases.push_back({vouched(square(2048, upper, upper, OutputMask::Upper)), forced, 0, true});
+  cases.push_back({vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, 0, false});
+  cases.push_back({vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, false});
+  cases.push_back({vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, false});
+  cases.push_back({vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true});
+  cases.push_back({vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true});
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
+  std::mt19937_64 rng(19);
+  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  for (const Case& c : cases) {
+    cu::set_tall_tiles(c.setting);
+    const int64_t launches = cu::tall_launches();
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, c.pad);
+    EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
   }
 }
 
@@ -1153,6 +1217,65 @@ TEST(CudaGemmPlanner, MirrorZerosDropTheTilesBelowTheDiagonal) {
   const GemmProblem full = square(300, dense, upper, OutputMask::Full);
   const GemmWorkPlan plan = plan_structured_gemm(full, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
   EXPECT_THROW(items_with_mirror_zeros(full, plan), sg::Error);
+}
+
+TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
+  // tall_tile_plan: offsets for every block, each block's tiles of zeros first, every 256 × 128
+  // tile exactly once, unsplit, with the k-range of structured_k_range (empty where it lies below
+  // an Upper mask's diagonal), and the modelled makespan at 4096: within one tile of the mean load
+  // where one operand is Dense (tiles of 4 … 128 k-steps dealt heaviest first), the longest tile
+  // for Upper·Upper.
+  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
+  for (int64_t n : {300, 1000, 4096}) {
+    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full),
+                                 square(n, lower, upper, OutputMask::Full)}) {
+      const int sms = 132;
+      const cu::TallPlan plan = cu::tall_tile_plan(p, sms);
+      const std::string what = describe(p, sg::kFloat32);
+      ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
+      EXPECT_EQ(plan.offsets.front(), 0) << what;
+      EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
+      std::map<std::pair<int, int>, GemmWorkItem> by_tile;
+      int64_t computed = 0;
+      for (int b = 0; b < sms; ++b) {
+        ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
+        bool computing = false;
+        for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
+          const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
+          const bool zeros = item.k_begin >= item.k_end;
+          EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
+          computing = computing || !zeros;
+          computed += zeros ? 0 : 1;
+          EXPECT_EQ(item.chunk_count, 1) << what;
+          EXPECT_TRUE(by_tile.insert({{item.tile_row, item.tile_col}, item}).second) << what << ": a tile twice";
+        }
+      }
+      EXPECT_EQ(computed, plan.compute_tiles) << what;
+      const int64_t rows = (n + 255) / 256, cols = (n + 127) / 128;
+      ASSERT_EQ(by_tile.size(), static_cast<size_t>(rows * cols)) << what;
+      int64_t longest = 0;
+      for (const auto& [tile, item] : by_tile) {
+        const int64_t row0 = 256 * int64_t(tile.first), col0 = 128 * int64_t(tile.second);
+        const sg::detail::KRange range = p.mask == OutputMask::Upper && row0 >= std::min(col0 + 128, n)
+                                             ? sg::detail::KRange{0, 0}
+                                             : sg::detail::structured_k_range(p.a.kind, p.b.kind, row0,
+                                                                              std::min(row0 + 256, n), col0,
+                                                                              std::min(col0 + 128, n), p.k);
+        if (range.end <= range.begin) {
+          EXPECT_GE(item.k_begin, item.k_end) << what;
+          continue;
+        }
+        EXPECT_EQ(item.k_begin, range.begin) << what;
+        EXPECT_EQ(item.k_end, range.end) << what;
+        longest = std::max<int64_t>(longest, (range.end - range.begin + 31) / 32);
+      }
+      if (n == 4096) {
+        if (p.a.kind == OperandKind::Upper) EXPECT_EQ(plan.makespan, longest + 5.0) << what;  // tile (0, 31) alone
+        else EXPECT_LT(plan.makespan, plan.mean_load + longest + 5.0) << what;
+        EXPECT_GE(plan.makespan, plan.mean_load) << what;
+      }
+    }
+  }
 }
 
 TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
