@@ -689,11 +689,10 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   // takes the register-B kernel's products whose operands both hold their structural zeros (Dense,
   // or vouched: zeros_stored) and whose C rows are 16-byte aligned; each product matches the
   // reference, the tall kernel's or not. Edge tiles and a last k-step that is not whole (300, 1000),
-  // several tiles per block (1000, 2048 and 4096 on an H100), tiles of zeros (the Upper mask; A
-  // Upper of 520 × 300, whose tile rows past k = 300 have no k-range), a rectangular Dense A, Lower
-  // operands. Not taken: an unvouched triangular operand (its diagonal-crossing steps would need
-  // zeros written), C rows of 302 floats, the kernel turned off. On Auto: Dense·Upper and
-  // Upper·Dense at 4096 (at least three tiles per SM), not at 2048, not Upper·Upper.
+  // tiles of zeros (the Upper mask; A Upper of 520 × 300, whose tile rows past k = 300 have no
+  // k-range), a rectangular Dense A, Lower operands. Not taken: an unvouched triangular operand (its
+  // diagonal-crossing steps would need zeros written), C rows of 302 floats, the kernel turned off.
+  // (Small enough for the sanitizers; the sizes of the Auto rule are the next test's.)
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
   const ScopedTf32 tf32;
@@ -727,13 +726,6 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   GemmProblem short_k = vouched(square(520, upper, dense, OutputMask::Upper));
   short_k.k = 300;
   cases.push_back({short_k, forced, 0, true});
-  const auto automatic = cu::TallTiles::Auto;
-  cases.push_back({vouched(square(2048, upper, upper, OutputMask::Upper)), forced, 0, true});
-  cases.push_back({vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, 0, false});
-  cases.push_back({vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, false});
-  cases.push_back({vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, false});
-  cases.push_back({vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true});
-  cases.push_back({vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true});
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(19);
   cu::set_operand_relayout(cu::OperandRelayout::Never);
@@ -742,6 +734,46 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
     const int64_t launches = cu::tall_launches();
     SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, c.pad);
     EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
+  }
+}
+
+TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromThreeTilesPerSm) {
+  // On Auto the tall kernel takes Dense·Upper and Upper·Dense (operands vouched) at 4096, 512
+  // tiles of 256 × 128, at least three per SM on an H100 or H200 (132 SMs); not at 2048 (128
+  // tiles), and not Upper·Upper (slower: its longest tile is its makespan). Forced, it takes
+  // Upper·Upper at 2048 (several tiles per block, tiles of zeros). Each product against the
+  // reference.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  auto vouched = [](GemmProblem p) {
+    p.a.zeros_stored = p.a.kind != OperandKind::Dense;
+    p.b.zeros_stored = p.b.kind != OperandKind::Dense;
+    return p;
+  };
+  struct Case {
+    GemmProblem p;
+    cu::TallTiles setting;
+    bool tall;
+  };
+  const auto automatic = cu::TallTiles::Auto;
+  const std::vector<Case> cases = {
+      {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::TallTiles::Always, true},
+      {vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, false},
+      {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, false},
+      {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, false},
+      {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, true},
+      {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, true}};
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (sms > 170) GTEST_SKIP() << "the 4096 cases assume at most 170 SMs (three tiles per SM), this device has " << sms;
+  std::mt19937_64 rng(23);
+  for (const Case& c : cases) {
+    cu::set_tall_tiles(c.setting);
+    const int64_t launches = cu::tall_launches();
+    SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+    EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32);
   }
 }
 
