@@ -3713,20 +3713,16 @@ RelayoutCopy relayout_operand(const GemmProblem& p, bool is_b, bool k_major, int
     symmetric_copy_kernel<<<dim3(tiles, tiles), kSymCopyThreads, 0, stream(device)>>>(
         v.data, v.ld, static_cast<int32_t>(extent), v.vector_ok, static_cast<float*>(copy.storage->data), ldo);
     SG_CUDA_CHECK_LAUNCH("symmetric_copy_kernel");
-    relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
-    (is_b ? q.b : q.a) = GemmOperand{OperandKind::Dense, k_major != is_b};
-    (is_b ? q.b_data : q.a_data) = copy.storage->data;
-    (is_b ? q.ldb : q.lda) = ldo;
-    return copy;
+  } else {
+    const dim3 grid(static_cast<unsigned>((cols + kRelayoutTile - 1) / kRelayoutTile),
+                    static_cast<unsigned>((rows + kRelayoutTile - 1) / kRelayoutTile));
+    relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
+        k_major ? transposed_view(v, p.k) : v, static_cast<int32_t>(cols), static_cast<float*>(copy.storage->data),
+        ldo, mirror_only);
+    SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
+    if (mirror_only) mirror_copy_count.fetch_add(1, std::memory_order_relaxed);
   }
-  const dim3 grid(static_cast<unsigned>((cols + kRelayoutTile - 1) / kRelayoutTile),
-                  static_cast<unsigned>((rows + kRelayoutTile - 1) / kRelayoutTile));
-  relayout_outer_major_kernel<<<grid, dim3(kRelayoutTile, kRelayoutRows), 0, stream(device)>>>(
-      k_major ? transposed_view(v, p.k) : v, static_cast<int32_t>(cols), static_cast<float*>(copy.storage->data), ldo,
-      mirror_only);
-  SG_CUDA_CHECK_LAUNCH("relayout_outer_major_kernel");
   relayout_copy_count.fetch_add(1, std::memory_order_relaxed);
-  if (mirror_only) mirror_copy_count.fetch_add(1, std::memory_order_relaxed);
   // Outer-major: A not transposed, B transposed; k-major the other way (operand_view). The kind
   // (op(X)'s structure) stays.
   (is_b ? q.b : q.a) = GemmOperand{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, k_major != is_b};
