@@ -2106,17 +2106,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 // =============================================================================================
 // The tall kernel: the register-B kernel's products (A direct, B k-major as it lies, the tile
 // computed transposed) in tiles of 256 rows × 128 columns, persistent, one block per SM — the wide
-// kernel's trade (a third less L2 traffic per multiply-add than 128 × 128 tiles: 48 KB per k-step
-// for twice the multiply-adds of a 32 KB step) with the wide kernel's run-ahead producer warp and
-// four-stage ring (A 32 KB + B 16 KB per stage). Each consumer warpgroup computes 64 output columns
-// × all 256 rows, wgmma m64n256k8 with its A (op(B)ᵀ) from registers, loaded from B's raw tile as
-// the register-B kernel loads it (the same column permutation, register_b_offsets); its B operand
-// is A's direct copy of 256 rows.
+// kernel's trade (a quarter less L2 traffic per multiply-add than 128 × 128 tiles: 48 KB per
+// k-step for twice the multiply-adds of a 32 KB step) with a four-stage ring (A 32 KB + B 16 KB per
+// stage) that thread 0 fills three k-steps ahead across items. Each warpgroup computes 64 output
+// columns × all 256 rows, wgmma m64n256k8 with its A (op(B)ᵀ) from registers, loaded from B's raw
+// tile as the register-B kernel loads it (the same column permutation, register_b_offsets); its B
+// operand is A's direct copy of 256 rows. No producer warp: a ninth warp caps the block at 168
+// registers, at which ptxas spills and serializes the wgmmas.
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
-// long tiles split, chunks dealt heaviest first to the least loaded block). Items with an empty
-// k-range are tiles of zeros: the producer warp writes them by TMA stores from a zeroed box while
-// the consumers compute, so they cost the consumers nothing. Operands whose storage holds their
-// structural zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
+// tiles unsplit, dealt heaviest first to the least loaded block). Items with an empty k-range are
+// tiles of zeros, first in each block's list: thread 0 writes them by TMA stores of a zeroed box at
+// the start, and they cost the warpgroups nothing. Operands whose storage holds their structural
+// zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
+// Measured: docs/structured_gemm.md, "The tall kernel".
 // =============================================================================================
 
 constexpr int kTallStages = 4;
