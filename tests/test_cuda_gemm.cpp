@@ -684,6 +684,33 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   }
 }
 
+/// `p` with its triangular operands vouched to hold their structural zeros (zeros_stored), as
+/// matmul vouches for UpperTriangular tensors.
+GemmProblem with_stored_zeros(GemmProblem p) {
+  p.a.zeros_stored = p.a.kind != OperandKind::Dense;
+  p.b.zeros_stored = p.b.kind != OperandKind::Dense;
+  return p;
+}
+
+/// One product of the tall kernel's tests: the setting it runs under, the rows' padding, and
+/// whether the tall kernel must take it.
+struct TallCase {
+  GemmProblem p;
+  cu::TallTiles setting;
+  int64_t pad;
+  bool tall;
+};
+
+/// Each case against the reference (poisoned C), and the tall kernel launched exactly where it must be.
+void expect_tall_cases(const std::vector<TallCase>& cases, std::mt19937_64& rng) {
+  for (const TallCase& c : cases) {
+    cu::set_tall_tiles(c.setting);
+    const int64_t launches = cu::tall_launches();
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, c.pad);
+    EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
+  }
+}
+
 TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   // The tall kernel (256 × 128 tiles, persistent, the producer warp writing the tiles of zeros)
   // takes the register-B kernel's products whose operands both hold their structural zeros (Dense,
@@ -696,19 +723,9 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
   const ScopedTf32 tf32;
-  auto vouched = [](GemmProblem p) {
-    p.a.zeros_stored = p.a.kind != OperandKind::Dense;
-    p.b.zeros_stored = p.b.kind != OperandKind::Dense;
-    return p;
-  };
-  struct Case {
-    GemmProblem p;
-    cu::TallTiles setting;
-    int64_t pad;
-    bool tall;
-  };
+  const auto vouched = with_stored_zeros;
   const auto forced = cu::TallTiles::Always, off = cu::TallTiles::Never;
-  std::vector<Case> cases;
+  std::vector<TallCase> cases;
   for (int64_t n : {300, 640, 1000}) {
     cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), forced, 0, true});  // Upper·Upper forward
     cases.push_back({vouched(square(n, dense, upper, OutputMask::Full)), forced, 0, true});
@@ -729,12 +746,7 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(19);
   cu::set_operand_relayout(cu::OperandRelayout::Never);
-  for (const Case& c : cases) {
-    cu::set_tall_tiles(c.setting);
-    const int64_t launches = cu::tall_launches();
-    SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, c.pad);
-    EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
-  }
+  expect_tall_cases(cases, rng);
 }
 
 TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromThreeTilesPerSm) {
@@ -746,35 +758,21 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromThreeTilesPerSm) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
-  auto vouched = [](GemmProblem p) {
-    p.a.zeros_stored = p.a.kind != OperandKind::Dense;
-    p.b.zeros_stored = p.b.kind != OperandKind::Dense;
-    return p;
-  };
-  struct Case {
-    GemmProblem p;
-    cu::TallTiles setting;
-    bool tall;
-  };
+  const auto vouched = with_stored_zeros;
   const auto automatic = cu::TallTiles::Auto;
-  const std::vector<Case> cases = {
-      {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::TallTiles::Always, true},
-      {vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, false},
-      {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, false},
-      {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, false},
-      {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, true},
-      {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, true}};
+  const std::vector<TallCase> cases = {
+      {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::TallTiles::Always, 0, true},
+      {vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, 0, false},
+      {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, false},
+      {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, false},
+      {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true},
+      {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true}};
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   if (sms > 170) GTEST_SKIP() << "the 4096 cases assume at most 170 SMs (three tiles per SM), this device has " << sms;
   std::mt19937_64 rng(23);
-  for (const Case& c : cases) {
-    cu::set_tall_tiles(c.setting);
-    const int64_t launches = cu::tall_launches();
-    SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
-    EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32);
-  }
+  expect_tall_cases(cases, rng);
 }
 
 TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
