@@ -449,6 +449,15 @@ __device__ __forceinline__ void tma_store_tile(const CUtensorMap* map, int inner
                : "memory");
 #endif
 }
+/// As tma_store_tile, but adds the box to global memory (a TMA reduction, float32 add).
+__device__ __forceinline__ void tma_reduce_add_tile(const CUtensorMap* map, int inner, int row, const void* src) {
+#if SG_HAS_WGMMA
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(inner), "r"(row), "r"(shared_address(src))
+               : "memory");
+#endif
+}
 /// Closes the thread's bulk async-group (its stores so far).
 __device__ __forceinline__ void tma_store_commit() {
 #if SG_HAS_WGMMA
@@ -461,6 +470,24 @@ __device__ __forceinline__ void tma_store_wait_read() {
   tma_store_commit();
 #if SG_HAS_WGMMA
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+
+/// Closes the thread's bulk async-group and waits until its stores have completed: their writes
+/// are performed, and (after the fence) ordered before the thread's later global accesses of the
+/// generic proxy, such as a release of a flag.
+__device__ __forceinline__ void tma_store_wait_complete() {
+  tma_store_commit();
+#if SG_HAS_WGMMA
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+/// Orders the thread's earlier global accesses of the generic proxy (an acquire of a flag) before
+/// its later TMA operations on global memory.
+__device__ __forceinline__ void fence_global_for_async_proxy() {
+#if SG_HAS_WGMMA
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #endif
 }
 
@@ -2114,7 +2141,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 // operand is A's direct copy of 256 rows. No producer warp: a ninth warp caps the block at 168
 // registers, at which ptxas spills and serializes the wgmmas.
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
-// tiles unsplit, dealt heaviest first to the least loaded block). Items with an empty k-range are
+// tiles dealt heaviest first to the least loaded block, long ones cut into two chunks where that
+// balances the blocks; the chunks meet in C by a TMA store and a TMA reduction, store_tall_tile,
+// with no partial tile in between). Items with an empty k-range are
 // tiles of zeros, first in each block's list: thread 0 writes them by TMA stores of a zeroed box at
 // the start, and they cost the warpgroups nothing. Operands whose storage holds their structural
 // zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
@@ -2141,15 +2170,35 @@ static_assert(TallConfig::kDynamicSmem <= 227 * 1024, "the tall ring fits an H10
 /// 8)): thread 0 waits until the stores before have read the boxes, the threads write alpha · acc
 /// with the Upper mask's zeros, and thread 0 stores the boxes (clipped at C's edges). The last
 /// round's stores drain while the block goes on to its next item.
+/// A chunk of a split tile (`counter`, its arrival counter; null for a whole tile): the first of
+/// the two to arrive stores its partial tile, waits until the stores have completed and counts
+/// again; the second waits for that count and adds its partial tile by TMA reductions, then resets
+/// the counter for the next launch. Either way round C gets fl(P0 + P1) of the same two rounded
+/// partials (alpha applied to each), so the result does not depend on which chunk finishes first.
+/// The second waits only for a chunk that has already arrived, so no block waits for one that has
+/// not started.
 __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
                                                 const float (&acc)[TallConfig::kPerRow][TallConfig::kPerCol],
-                                                unsigned char* out) {
+                                                unsigned char* out, int* counter) {
   using Cfg = TallConfig;
   constexpr int kRowsPerRound = Cfg::kOutRows, kPerRound = Cfg::kPerRow * kRowsPerRound / Cfg::kTile;
   static_assert(Cfg::row_offset(kPerRound) == kRowsPerRound, "round r's accumulators are rows 64r … 64r + 63");
   const float alpha = args.alpha;
   const bool upper = args.mask == OutputMask::Upper;
   const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
+  bool reduce = false;  // thread 0's: this chunk adds its partial tile
+  if (counter != nullptr && threadIdx.x == 0) {
+    const int arrived = atomicAdd(counter, 1);
+    reduce = arrived > 0;
+    if (arrived == 1) {  // the first is storing: wait for its count
+      while (*reinterpret_cast<volatile int*>(counter) != 3) __nanosleep(100);
+    }
+    if (reduce) {
+      __threadfence();  // acquire: the first chunk's stores before this chunk's reductions
+      fence_global_for_async_proxy();
+      *counter = 0;  // both chunks are done with it
+    }
+  }
 #pragma unroll
   for (int round = 0; round < Cfg::kTile / kRowsPerRound; ++round) {
     if (threadIdx.x == 0) tma_store_wait_read();
@@ -2169,10 +2218,18 @@ __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, con
     named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
     if (threadIdx.x == 0) {
 #pragma unroll
-      for (int q = 0; q < Cfg::kTileN / 32; ++q)
-        tma_store_tile(&maps.c, col0 + 32 * q, row0 + round * kRowsPerRound, out + q * Cfg::kOutBoxBytes);
+      for (int q = 0; q < Cfg::kTileN / 32; ++q) {
+        const int row = row0 + round * kRowsPerRound;
+        if (reduce) tma_reduce_add_tile(&maps.c, col0 + 32 * q, row, out + q * Cfg::kOutBoxBytes);
+        else tma_store_tile(&maps.c, col0 + 32 * q, row, out + q * Cfg::kOutBoxBytes);
+      }
       tma_store_commit();
     }
+  }
+  if (counter != nullptr && threadIdx.x == 0 && !reduce) {
+    tma_store_wait_complete();
+    __threadfence();  // release: the stores before the count
+    atomicAdd(counter, 1);
   }
 }
 
@@ -2314,7 +2371,8 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     for (int r = 0; r < Cfg::kPerCol; ++r)
 #pragma unroll
       for (int c = 0; c < Cfg::kPerRow; ++c) acc_t[c][r] = acc[r][c];
-    store_tall_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc_t, out);
+    store_tall_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc_t, out,
+                    item.chunk_count > 1 ? args.counters + item.counter_index : nullptr);
   }
   if (issuer) tma_store_wait_read();  // the epilogue's boxes must outlive the stores' reads
 }
@@ -2981,11 +3039,104 @@ std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const Ge
   return items;
 }
 
-// The tall kernel's model cost of an item's fill and epilogue, in k-steps of one block.
+// The tall kernel's model cost of an item's fill and epilogue, in k-steps of one block, and the
+// extra cost of a chunk of a split tile (the first to arrive waits for its stores to complete).
 constexpr double kTallItemCost = 5.0;
+constexpr double kTallChunkCost = 2.0;
+
+namespace {
+
+double tall_item_cost(const GemmWorkItem& t) {
+  constexpr int kStep = TallConfig::kKStep;
+  return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallItemCost + (t.chunk_count > 1 ? kTallChunkCost : 0.0);
+}
+
+/// The tiles with a k-range, those longer than `cap` k-steps cut into two chunks of about equal
+/// k-steps (chunk 0 the lower k), dealt heaviest first (ties in raster order), each to the least
+/// loaded block (ties: the lowest index). Returns the model's makespan.
+double deal_tall_tiles(std::vector<GemmWorkItem> tiles, int sms, double cap,
+                       std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
+  constexpr int kStep = TallConfig::kKStep;
+  std::vector<GemmWorkItem> items;
+  split_tiles = 0;
+  for (GemmWorkItem t : tiles) {
+    const int steps = (t.k_end - t.k_begin + kStep - 1) / kStep;
+    if (steps < 2 || steps <= cap) {
+      items.push_back(t);
+      continue;
+    }
+    t.chunk_count = 2;
+    t.counter_index = split_tiles++;
+    GemmWorkItem second = t;
+    t.k_end = t.k_begin + steps / 2 * kStep;
+    second.k_begin = t.k_end;
+    second.chunk = 1;
+    items.push_back(t);
+    items.push_back(second);
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const GemmWorkItem& x, const GemmWorkItem& y) { return tall_item_cost(x) > tall_item_cost(y); });
+  using Slot = std::pair<double, int>;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
+  for (int b = 0; b < sms; ++b) slots.push({0.0, b});
+  double makespan = 0;
+  for (const GemmWorkItem& t : items) {
+    Slot slot = slots.top();
+    slots.pop();
+    per_block[static_cast<size_t>(slot.second)].push_back(t);
+    slot.first += tall_item_cost(t);
+    makespan = std::max(makespan, slot.first);
+    slots.push(slot);
+  }
+  return makespan;
+}
+
+/// The tiles with a k-range (heaviest first) each to the least loaded block, where a tile would take
+/// that block's load past `target`, cut in two: the first chunk fills the block to the target, the
+/// second goes to the next least loaded block. Returns the model's makespan.
+double deal_tall_tiles_to(std::vector<GemmWorkItem> tiles, int sms, double target,
+                          std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
+  constexpr int kStep = TallConfig::kKStep;
+  constexpr int kMinChunkSteps = 8;
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const GemmWorkItem& x, const GemmWorkItem& y) { return tall_item_cost(x) > tall_item_cost(y); });
+  using Slot = std::pair<double, int>;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
+  for (int b = 0; b < sms; ++b) slots.push({0.0, b});
+  split_tiles = 0;
+  double makespan = 0;
+  auto place = [&](const GemmWorkItem& t) {
+    Slot slot = slots.top();
+    slots.pop();
+    per_block[static_cast<size_t>(slot.second)].push_back(t);
+    slot.first += tall_item_cost(t);
+    makespan = std::max(makespan, slot.first);
+    slots.push(slot);
+  };
+  for (GemmWorkItem t : tiles) {
+    const int steps = (t.k_end - t.k_begin + kStep - 1) / kStep;
+    const double load = slots.top().first;
+    const int room = static_cast<int>(target - load - kTallItemCost - kTallChunkCost);
+    if (load + tall_item_cost(t) <= target || room < kMinChunkSteps || steps - room < kMinChunkSteps) {
+      place(t);
+      continue;
+    }
+    t.chunk_count = 2;
+    t.counter_index = split_tiles++;
+    GemmWorkItem second = t;
+    t.k_end = t.k_begin + room * kStep;
+    second.k_begin = t.k_end;
+    second.chunk = 1;
+    place(t);
+    place(second);
+  }
+  return makespan;
+}
+
+}  // namespace
 
 TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
-  constexpr int kRows = TallConfig::kTile, kCols = TallConfig::kTileN, kStep = TallConfig::kKStep;
+  constexpr int kRows = TallConfig::kTile, kCols = TallConfig::kTileN;
   SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric, "tall_tile_plan: needs sms > 0 and a mask other than Symmetric");
   const int64_t tile_rows = (p.m + kRows - 1) / kRows, tile_cols = (p.n + kCols - 1) / kCols;
   std::vector<GemmWorkItem> tiles, zeros;
@@ -3006,24 +3157,27 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
       (range.end > range.begin ? tiles : zeros).push_back(item);
     }
   }
-  auto cost = [](const GemmWorkItem& t) { return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallItemCost; };
   TallPlan plan;
   plan.compute_tiles = static_cast<int64_t>(tiles.size());
-  for (const GemmWorkItem& t : tiles) plan.mean_load += cost(t) / sms;
-  // Heaviest first (ties in raster order), each to the least loaded block (ties: the lowest index).
-  std::stable_sort(tiles.begin(), tiles.end(), [&](const GemmWorkItem& x, const GemmWorkItem& y) { return cost(x) > cost(y); });
-  using Slot = std::pair<double, int>;
-  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
-  for (int b = 0; b < sms; ++b) slots.push({0.0, b});
-  std::vector<std::vector<GemmWorkItem>> per_block(static_cast<size_t>(sms));
-  for (size_t z = 0; z < zeros.size(); ++z) per_block[z % static_cast<size_t>(sms)].push_back(zeros[z]);
-  for (const GemmWorkItem& t : tiles) {
-    Slot slot = slots.top();
-    slots.pop();
-    per_block[static_cast<size_t>(slot.second)].push_back(t);
-    slot.first += cost(t);
-    plan.makespan = std::max(plan.makespan, slot.first);
-    slots.push(slot);
+  for (const GemmWorkItem& t : tiles) plan.mean_load += tall_item_cost(t) / sms;
+  // Whichever candidate the model gives the shortest makespan (a split must win by 2 %).
+  std::vector<std::vector<GemmWorkItem>> per_block;
+  plan.makespan = std::numeric_limits<double>::infinity();
+  // Candidates: unsplit; the tiles longer than 1, 0.8 or 0.6 of the mean load halved; or each tile
+  // that would take its block past a target (1 … 1.1 of the mean load) cut where the block reaches
+  // it (written as the target's negative fraction).
+  for (const double fraction : {0.0, 1.0, 0.8, 0.6, -1.0, -1.02, -1.04, -1.06, -1.08, -1.1}) {
+    const double cap = fraction > 0 ? fraction * plan.mean_load : std::numeric_limits<double>::infinity();
+    std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
+    for (size_t z = 0; z < zeros.size(); ++z) blocks[z % static_cast<size_t>(sms)].push_back(zeros[z]);
+    int split = 0;
+    const double makespan = fraction < 0 ? deal_tall_tiles_to(tiles, sms, -fraction * plan.mean_load, blocks, split)
+                                         : deal_tall_tiles(tiles, sms, cap, blocks, split);
+    if (makespan < (split > 0 ? 0.98 : 1.0) * plan.makespan) {
+      plan.makespan = makespan;
+      plan.split_tiles = split;
+      per_block = std::move(blocks);
+    }
   }
   plan.offsets.reserve(static_cast<size_t>(sms) + 1);
   for (const auto& block : per_block) {
@@ -3156,6 +3310,7 @@ struct CachedPlan {
   TallPlan tall;
   const GemmWorkItem* tall_items = nullptr;
   const int* tall_offsets = nullptr;
+  int* tall_counters = nullptr;  // one per split tile of the tall schedule, 0 between launches
 };
 
 struct PlanCache {
@@ -3261,8 +3416,10 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const size_t tall_bytes = entry->tall.items.size() * sizeof(GemmWorkItem);
   const size_t tall_offsets_offset = tall_offset + tall_bytes;
   const size_t tall_offsets_bytes = entry->tall.offsets.size() * sizeof(int32_t);
+  const size_t tall_counters_offset = tall_offsets_offset + tall_offsets_bytes;
+  const size_t tall_counters_bytes = static_cast<size_t>(entry->tall.split_tiles) * sizeof(int);
   entry->device_table =
-      std::make_unique<Storage>(tall_offsets_offset + tall_offsets_bytes, Device(DeviceType::CUDA, device));
+      std::make_unique<Storage>(tall_counters_offset + tall_counters_bytes, Device(DeviceType::CUDA, device));
   auto* base = static_cast<char*>(entry->device_table->data);
   entry->items = reinterpret_cast<const GemmWorkItem*>(base);
   entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
@@ -3282,6 +3439,10 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     SG_CUDA_CHECK(cudaMemcpyAsync(base + tall_offsets_offset, entry->tall.offsets.data(), tall_offsets_bytes,
                                   cudaMemcpyHostToDevice, st));
     entry->tall_offsets = reinterpret_cast<const int*>(base + tall_offsets_offset);
+  }
+  if (tall_counters_bytes > 0) {
+    SG_CUDA_CHECK(cudaMemsetAsync(base + tall_counters_offset, 0, tall_counters_bytes, st));
+    entry->tall_counters = reinterpret_cast<int*>(base + tall_counters_offset);
   }
   return *cache.plans.emplace(key, std::move(entry)).first->second;
 }
@@ -3488,13 +3649,15 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, int device) {
 /// on the tall kernel: it has a tall schedule, both operands hold their structural zeros (Dense,
 /// or zeros_stored), C takes TMA stores (16-byte aligned rows), on the default loop with the
 /// register-B kernel on. Auto, besides: one operand Dense (the tiles run long k-ranges) and at
-/// least three tiles per SM. Measured (H100, TF32, 2026-11-25, `bench_gemm_cuda --tf32 --tall
-/// auto|never`, one binary, two runs each, alternating; docs/structured_gemm.md, "The tall kernel"):
-/// - Dense·Upper 0.202 ms against 0.238 at 4096 (1.69–1.70 against 1.84–1.97 at 8192), Upper·Dense
-///   0.205 against 0.248–0.252 (1.69 against 2.03–2.08);
-/// - at 2048 (128 tiles on 132 SMs) level or slower: Dense·Upper 0.051–0.053 against 0.051;
-/// - Upper·Upper slower at every size (0.123 against 0.120 at 4096, 0.055 against 0.041 at 2048):
-///   its makespan is its longest tile, 128 k-steps of 256 × 128 at 4096.
+/// least one tile per two SMs (the plan splits long tiles in two where that balances the blocks).
+/// Measured (H100, TF32, 2026-11-25, `bench_gemm_cuda --tf32 --tall always|never`, one binary, two
+/// runs each, alternating; docs/structured_gemm.md, "The tall kernel"):
+/// - Dense·Upper 0.042–0.044 ms against 0.049–0.054 at 2048, 0.102 against 0.110–0.113 at 3072,
+///   0.203 against 0.235–0.239 at 4096; Upper·Dense alike; 1536 (72 tiles) 0.036–0.037 against
+///   0.038–0.039;
+/// - slower at 1024 (32 tiles: 0.030–0.032 against 0.023–0.025) and 512;
+/// - Upper·Upper slower at every size (0.123–0.124 against 0.120 at 4096, split; 0.049 against
+///   0.041 at 2048).
 bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandView<float>& b, const CachedPlan& cached,
                int device) {
   const TallTiles setting = tall_tiles();
@@ -3505,7 +3668,7 @@ bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandV
   if (!zeros || !c_aligned) return false;
   if (setting == TallTiles::Always) return true;
   const bool one_dense = a.pattern == Pattern::All || b.pattern == Pattern::All;
-  return one_dense && cached.tall.compute_tiles >= 3 * static_cast<int64_t>(sm_count(device));
+  return one_dense && 2 * cached.tall.compute_tiles >= static_cast<int64_t>(sm_count(device));
 }
 
 /// A relayout copy of one operand (relayout_operand): the allocation (it holds the copy's zeros
@@ -3601,6 +3764,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       maps.has |= kCStore;
       if (encode_raw_block_map(args.b, p.k, &maps.b_raw)) maps.has |= kBRawBlocks;
       args.items = cached.tall_items;
+      args.counters = cached.tall_counters;
       const int sms = static_cast<int>(cached.tall.offsets.size()) - 1;
       structured_gemm_tall_kernel<<<static_cast<unsigned>(sms), TallConfig::kThreads,
                                     TallConfig::kDynamicSmem, stream(device)>>>(args, maps, cached.tall_offsets);

@@ -164,8 +164,8 @@ int64_t wide_launches();
 /// GemmOperand::zeros_stored) and whose output takes TMA stores (16-byte aligned rows, mask not
 /// Symmetric) run on the tall kernel: 256 × 128 tiles, persistent, one block per SM, a four-stage
 /// ring filled three k-steps ahead across items, the tiles dealt by tall_tile_plan
-/// (docs/structured_gemm.md, "The tall kernel"). Auto: where one operand is Dense and there are at
-/// least three tiles per SM (measured faster there; slower for Upper·Upper); Never and Always for
+/// (docs/structured_gemm.md, "The tall kernel"). Auto: where one operand is Dense and there is at
+/// least one tile per two SMs (measured faster there; slower for Upper·Upper); Never and Always for
 /// the tests and the benchmark's comparison. Only on the default loop (Tf32Loop::Auto).
 enum class TallTiles : uint8_t { Auto, Never, Always };
 void set_tall_tiles(TallTiles setting);
@@ -174,15 +174,19 @@ TallTiles tall_tiles();
 int64_t tall_launches();
 /// The tall kernel's schedule for `p` on `sms` blocks: block b runs items[offsets[b]] …
 /// items[offsets[b + 1] − 1], its tiles of zeros (empty k-range, written by TMA stores of a zeroed
-/// box) first. Tiles of 256 rows × 128 columns with the k-ranges of structured_k_range, unsplit
-/// (split tiles measured slower: their partial tiles stall the one block of an SM), dealt heaviest
-/// first, each to the least loaded block (load: k-steps plus a fixed cost per tile). Pure host code.
+/// box) first. Tiles of 256 rows × 128 columns with the k-ranges of structured_k_range, dealt
+/// heaviest first, each to the least loaded block (load: k-steps plus a fixed cost per item). Where
+/// the model's makespan is 2 % shorter for it, the tiles longer than a cap are cut into two chunks
+/// (chunk_count 2, counter_index their arrival counter): the first chunk to finish stores its
+/// partial tile, the second adds its own to it by TMA reductions, so the sum is the same in either
+/// order. Pure host code.
 struct TallPlan {
   std::vector<GemmWorkItem> items;
   std::vector<int32_t> offsets;  // sms + 1 of them
   int64_t compute_tiles = 0;     // tiles with a k-range
+  int split_tiles = 0;           // tiles cut into two chunks (arrival counters)
   double makespan = 0;           // the model's largest load per block, in k-steps
-  double mean_load = 0;
+  double mean_load = 0;          // the unsplit tiles' load per block
 };
 TallPlan tall_tile_plan(const GemmProblem& p, int sms);
 

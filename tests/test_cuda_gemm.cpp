@@ -749,11 +749,11 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   expect_tall_cases(cases, rng);
 }
 
-TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromThreeTilesPerSm) {
-  // On Auto the tall kernel takes Dense·Upper and Upper·Dense (operands vouched) at 4096, 512
-  // tiles of 256 × 128, at least three per SM on an H100 or H200 (132 SMs); not at 2048 (128
-  // tiles), and not Upper·Upper (slower: its longest tile is its makespan). Forced, it takes
-  // Upper·Upper at 2048 (several tiles per block, tiles of zeros). Each product against the
+TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
+  // On Auto the tall kernel takes Dense·Upper and Upper·Dense (operands vouched) from one tile of
+  // 256 × 128 per two SMs: at 2048 (128 tiles, long ones split in two on 132 SMs) and 4096 (512
+  // tiles); not at 1024 (32 tiles), and not Upper·Upper (slower). Forced, it takes Upper·Upper at
+  // 2048 (several tiles per block, split tiles, tiles of zeros). Each product against the
   // reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
@@ -763,16 +763,72 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromThreeTilesPerSm) {
   const std::vector<TallCase> cases = {
       {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::TallTiles::Always, 0, true},
       {vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, 0, false},
-      {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, false},
+      {vouched(square(1024, dense, upper, OutputMask::Full)), automatic, 0, false},
+      {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, true},
+      {vouched(square(2048, upper, dense, OutputMask::Full)), automatic, 0, true},
       {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, false},
       {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true},
       {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true}};
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  if (sms > 170) GTEST_SKIP() << "the 4096 cases assume at most 170 SMs (three tiles per SM), this device has " << sms;
+  if (sms <= 64 || sms > 256)
+    GTEST_SKIP() << "the cases assume 65 to 256 SMs (1024: under one tile per two SMs; 2048: over), this device has "
+                 << sms;
   std::mt19937_64 rng(23);
   expect_tall_cases(cases, rng);
+}
+
+TEST(CudaGemmTall, SplitTilesGiveTheSameBitsWhicheverChunkEndsFirst) {
+  // A tile split in two chunks meets in C by the first chunk's TMA store and the second's TMA
+  // reduction, fl(P0 + P1) whichever ends first: repeated launches on the same inputs, whose
+  // chunks end in varying order, give the same bits. Products whose tall plans split tiles
+  // (checked on the plan), on the kernel forced.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
+  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
+  const ScopedTf32 tf32;
+  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  cu::set_tall_tiles(cu::TallTiles::Always);
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::mt19937_64 rng(29);
+  for (const GemmProblem& shape : {with_stored_zeros(square(1000, dense, upper, OutputMask::Full)),
+                                   with_stored_zeros(square(1000, upper, upper, OutputMask::Upper))}) {
+    GemmProblem p = shape;
+    p.tf32 = true;
+    const std::string what = describe(p, sg::kFloat32);
+    ASSERT_GT(cu::tall_tile_plan(p, sms).split_tiles, 0) << what;
+    std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
+    zero_outside_structure(p.a, p.m, p.k, p.k, a_values);
+    zero_outside_structure(p.b, p.k, p.n, p.n, b_values);
+    const auto opts = sg::TensorOptions().dtype(sg::kFloat32).device(kCuda0);
+    sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, sg::TensorOptions().dtype(sg::kFloat32)).to(kCuda0);
+    sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, sg::TensorOptions().dtype(sg::kFloat32)).to(kCuda0);
+    sg::Tensor c = sg::Tensor::empty({p.m, p.n}, opts);
+    p.a_data = a.data_ptr();
+    p.b_data = b.data_ptr();
+    p.c_data = c.data_ptr();
+    p.lda = p.k;
+    p.ldb = p.n;
+    p.ldc = p.n;
+    std::vector<double> first;  // float32 values, exactly
+    const int64_t launches = cu::tall_launches();
+    for (int run = 0; run < 8; ++run) {
+      c.fill_(std::nan(""));
+      sg::detail::backend_for(kCuda0).gemm(p, sg::kFloat32);
+      const std::vector<double> values = c.to_vector();
+      if (run == 0) {
+        first = values;
+        EXPECT_TRUE(std::none_of(first.begin(), first.end(), [](double x) { return std::isnan(x); })) << what;
+      } else {
+        ASSERT_EQ(values.size(), first.size());
+        EXPECT_EQ(std::memcmp(values.data(), first.data(), values.size() * sizeof(double)), 0)
+            << what << ": launch " << run << " differs from the first";
+      }
+    }
+    EXPECT_EQ(cu::tall_launches() - launches, 8) << what;
+  }
 }
 
 TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
@@ -1251,10 +1307,11 @@ TEST(CudaGemmPlanner, MirrorZerosDropTheTilesBelowTheDiagonal) {
 
 TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
   // tall_tile_plan: offsets for every block, each block's tiles of zeros first, every 256 × 128
-  // tile exactly once, unsplit, with the k-range of structured_k_range (empty where it lies below
-  // an Upper mask's diagonal), and the modelled makespan at 4096: within one tile of the mean load
-  // where one operand is Dense (tiles of 4 … 128 k-steps dealt heaviest first), the longest tile
-  // for Upper·Upper.
+  // tile exactly once (or as two chunks that cover its k-range, each once, with one arrival counter
+  // per split tile), with the k-range of structured_k_range (empty where it lies below an Upper
+  // mask's diagonal), and the modelled makespan: never over the unsplit heaviest-first deal's, and
+  // at 4096 within one item of the mean load; Upper·Upper's longest tile, which alone would set the
+  // makespan, split.
   const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
   for (int64_t n : {300, 1000, 4096}) {
     for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full),
@@ -1265,26 +1322,44 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
       ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
       EXPECT_EQ(plan.offsets.front(), 0) << what;
       EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
-      std::map<std::pair<int, int>, GemmWorkItem> by_tile;
+      std::map<std::pair<int, int>, std::vector<GemmWorkItem>> by_tile;
+      std::set<int> counters;
       int64_t computed = 0;
+      double makespan = 0;
       for (int b = 0; b < sms; ++b) {
         ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
         bool computing = false;
+        double load = 0;
         for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
           const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
           const bool zeros = item.k_begin >= item.k_end;
           EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
           computing = computing || !zeros;
-          computed += zeros ? 0 : 1;
-          EXPECT_EQ(item.chunk_count, 1) << what;
-          EXPECT_TRUE(by_tile.insert({{item.tile_row, item.tile_col}, item}).second) << what << ": a tile twice";
+          if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + 5.0 + (item.chunk_count > 1 ? 2.0 : 0.0);
+          auto& chunks = by_tile[{item.tile_row, item.tile_col}];
+          if (item.chunk_count == 1) {
+            EXPECT_TRUE(chunks.empty()) << what << ": a tile twice";
+            computed += zeros ? 0 : 1;
+          } else {
+            EXPECT_EQ(item.chunk_count, 2) << what;
+            EXPECT_FALSE(zeros) << what;
+            EXPECT_TRUE(item.counter_index >= 0 && item.counter_index < plan.split_tiles) << what;
+            if (item.chunk == 0) {
+              ++computed;
+              EXPECT_TRUE(counters.insert(item.counter_index).second) << what << ": a counter twice";
+            }
+          }
+          chunks.push_back(item);
         }
+        makespan = std::max(makespan, load);
       }
       EXPECT_EQ(computed, plan.compute_tiles) << what;
+      EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
+      EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
       const int64_t rows = (n + 255) / 256, cols = (n + 127) / 128;
       ASSERT_EQ(by_tile.size(), static_cast<size_t>(rows * cols)) << what;
       int64_t longest = 0;
-      for (const auto& [tile, item] : by_tile) {
+      for (auto& [tile, chunks] : by_tile) {
         const int64_t row0 = 256 * int64_t(tile.first), col0 = 128 * int64_t(tile.second);
         const sg::detail::KRange range = p.mask == OutputMask::Upper && row0 >= std::min(col0 + 128, n)
                                              ? sg::detail::KRange{0, 0}
@@ -1292,17 +1367,34 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
                                                                               std::min(row0 + 256, n), col0,
                                                                               std::min(col0 + 128, n), p.k);
         if (range.end <= range.begin) {
-          EXPECT_GE(item.k_begin, item.k_end) << what;
+          ASSERT_EQ(chunks.size(), 1u) << what;
+          EXPECT_GE(chunks[0].k_begin, chunks[0].k_end) << what;
           continue;
         }
-        EXPECT_EQ(item.k_begin, range.begin) << what;
-        EXPECT_EQ(item.k_end, range.end) << what;
+        std::sort(chunks.begin(), chunks.end(),
+                  [](const GemmWorkItem& x, const GemmWorkItem& y) { return x.chunk < y.chunk; });
+        ASSERT_EQ(chunks.size(), static_cast<size_t>(chunks[0].chunk_count)) << what;
+        EXPECT_EQ(chunks.front().k_begin, range.begin) << what;
+        EXPECT_EQ(chunks.back().k_end, range.end) << what;
+        for (size_t c = 0; c < chunks.size(); ++c) {
+          EXPECT_EQ(chunks[c].chunk, static_cast<int32_t>(c)) << what;
+          EXPECT_LT(chunks[c].k_begin, chunks[c].k_end) << what;
+          EXPECT_EQ(chunks[c].k_begin % 32, 0) << what;
+          if (c > 0) {
+            EXPECT_EQ(chunks[c].k_begin, chunks[c - 1].k_end) << what;
+            EXPECT_EQ(chunks[c].counter_index, chunks[0].counter_index) << what;
+          }
+        }
         longest = std::max<int64_t>(longest, (range.end - range.begin + 31) / 32);
       }
+      EXPECT_LE(plan.makespan, longest + 5.0 + std::max(plan.mean_load, 0.0) + 1e-9) << what;
       if (n == 4096) {
-        if (p.a.kind == OperandKind::Upper) EXPECT_EQ(plan.makespan, longest + 5.0) << what;  // tile (0, 31) alone
-        else EXPECT_LT(plan.makespan, plan.mean_load + longest + 5.0) << what;
         EXPECT_GE(plan.makespan, plan.mean_load) << what;
+        EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + 7.0) << what;
+        if (p.a.kind == OperandKind::Upper) {
+          EXPECT_GT(plan.split_tiles, 0) << what;
+          EXPECT_LT(plan.makespan, longest + 5.0) << what;  // tile (0, 31) no longer alone sets it
+        }
       }
     }
   }
