@@ -491,6 +491,32 @@ __device__ __forceinline__ void fence_global_for_async_proxy() {
 #endif
 }
 
+/// A tile split in two chunks that meet in C (the tall and register-B kernels' TMA epilogues):
+/// thread 0 of a chunk counts its arrival on the tile's counter before writing. The first to
+/// arrive stores its partial tile and then counts again once the stores have completed
+/// (split_tile_stored); the second waits for that count and adds its own by TMA reductions. C
+/// gets fl(P0 + P1) of the same two rounded partials whichever chunk ends first, so the result
+/// does not depend on the order; the second resets the counter for the next launch. A chunk waits
+/// only for one that has already arrived, so no block waits for one that has not started.
+/// Returns true where this chunk adds.
+__device__ __forceinline__ bool split_tile_arrive(int* counter) {
+  const int arrived = atomicAdd(counter, 1);
+  if (arrived == 0) return false;
+  if (arrived == 1) {  // the first is storing: wait for its second count
+    while (*reinterpret_cast<volatile int*>(counter) != 3) __nanosleep(100);
+  }
+  __threadfence();  // acquire: the first chunk's stores before this chunk's reductions
+  fence_global_for_async_proxy();
+  *counter = 0;  // both chunks are done with it
+  return true;
+}
+/// The first chunk's second count, once its stores have completed (split_tile_arrive).
+__device__ __forceinline__ void split_tile_stored(int* counter) {
+  tma_store_wait_complete();
+  __threadfence();  // release: the stores before the count
+  atomicAdd(counter, 1);
+}
+
 // The direct map of operand A (kIsB false) or B for its k-step at k0 of the tile whose outer
 // indices start at outer0, kOuter of them (a multiple of 32, outer0 a multiple of it): the
 // operand's own storage where the operand is a mirror copy (TmaMaps::stored) and the whole step
@@ -1426,7 +1452,9 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
 // Split tiles: every chunk stores its partial tile to the workspace; the last to arrive
 // (threadFenceReduction pattern: stores, __threadfence, one atomicAdd per block) sums all
 // partials in chunk order — so the result does not depend on the arrival order — applies
-// alpha and the mask, and resets the counter for the next launch.
+// alpha and the mask, and resets the counter for the next launch. Except in the TMA epilogues
+// of the register-B and tall kernels, where a tile split in exactly two chunks meets in C: the
+// first to arrive stores, the second adds by TMA reductions (split_tile_arrive).
 // =============================================================================================
 
 // =============================================================================================
@@ -1874,12 +1902,14 @@ __device__ __forceinline__ void zero_shared_box(unsigned char* box) {
 /// of row r at p ^ (r mod 8)), and thread 0 stores the boxes; the copies clip at C's edges. An
 /// empty item (no k-range) stores one box of zeros four times. The block leaves once the copies
 /// have read shared memory. Measured against the accumulator layout's scattered 4-byte stores:
-/// docs/structured_gemm.md, "The register-B kernel's epilogue by TMA".
+/// docs/structured_gemm.md, "The register-B kernel's epilogue by TMA". `counter`: for a chunk of a
+/// tile split in two, the tile's arrival counter; the chunk then stores or adds its partial tile as
+/// split_tile_arrive says (no partial tile in the workspace).
 __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, const TmaMaps& maps,
                                                   const GemmWorkItem& item, int row0, int col0,
                                                   const float (&acc)[ConfigTf32WgmmaRegisterB::kPerRow]
                                                                     [ConfigTf32WgmmaRegisterB::kPerCol],
-                                                  unsigned char* smem) {
+                                                  unsigned char* smem, int* counter = nullptr) {
   using Out = ConfigTf32WgmmaRegisterB;
   constexpr int kBoxBytes = Out::kTile * 32 * sizeof(float);
   static_assert(Out::kTile == 128, "four boxes of 128 × 32");
@@ -1906,13 +1936,20 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
   fence_shared_for_async_proxy();
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (counter != nullptr && split_tile_arrive(counter)) {  // a chunk of a tile split in two, adding
+#pragma unroll
+      for (int q = 0; q < 4; ++q) tma_reduce_add_tile(&maps.c, col0 + 32 * q, row0, smem + q * kBoxBytes);
+      tma_store_wait_read();
+      return;
+    }
 #pragma unroll
     for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem + (empty ? 0 : q * kBoxBytes));
     if (empty && item.mirror_zeros) {  // the mirror tile's zeros from the same box
 #pragma unroll
       for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, row0 + 32 * q, col0, smem);
     }
-    tma_store_wait_read();
+    if (counter != nullptr) split_tile_stored(counter);
+    else tma_store_wait_read();
   }
 }
 
@@ -2121,7 +2158,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc_t[j][i] = acc[i][j];
   if (maps.has & kCStore) {
-    if (gather_split_tile<ConfigTf32WgmmaRegisterB, true>(args, item, acc_t, last_chunk, threadIdx.x))
+    if (item.chunk_count == 2)  // the two chunks meet in C (split_tile_arrive)
+      store_tile_by_tma(args, maps, item, row0, col0, acc_t, reinterpret_cast<unsigned char*>(a_tiles),
+                        args.counters + item.counter_index);
+    else if (gather_split_tile<ConfigTf32WgmmaRegisterB, true>(args, item, acc_t, last_chunk, threadIdx.x))
       store_tile_by_tma(args, maps, item, row0, col0, acc_t, reinterpret_cast<unsigned char*>(a_tiles));
     else if (item.mirror_zeros && threadIdx.x == 0)
       tma_store_wait_read();  // a chunk that leaves the tile to another: its mirror stores have read b_raw[2]
@@ -2170,13 +2210,8 @@ static_assert(TallConfig::kDynamicSmem <= 227 * 1024, "the tall ring fits an H10
 /// 8)): thread 0 waits until the stores before have read the boxes, the threads write alpha · acc
 /// with the Upper mask's zeros, and thread 0 stores the boxes (clipped at C's edges). The last
 /// round's stores drain while the block goes on to its next item.
-/// A chunk of a split tile (`counter`, its arrival counter; null for a whole tile): the first of
-/// the two to arrive stores its partial tile, waits until the stores have completed and counts
-/// again; the second waits for that count and adds its partial tile by TMA reductions, then resets
-/// the counter for the next launch. Either way round C gets fl(P0 + P1) of the same two rounded
-/// partials (alpha applied to each), so the result does not depend on which chunk finishes first.
-/// The second waits only for a chunk that has already arrived, so no block waits for one that has
-/// not started.
+/// A chunk of a tile split in two (`counter`, its arrival counter; null for a whole tile) stores or
+/// adds its partial tile (alpha applied) as split_tile_arrive says.
 __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
                                                 const float (&acc)[TallConfig::kPerRow][TallConfig::kPerCol],
                                                 unsigned char* out, int* counter) {
@@ -2186,19 +2221,8 @@ __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, con
   const float alpha = args.alpha;
   const bool upper = args.mask == OutputMask::Upper;
   const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
-  bool reduce = false;  // thread 0's: this chunk adds its partial tile
-  if (counter != nullptr && threadIdx.x == 0) {
-    const int arrived = atomicAdd(counter, 1);
-    reduce = arrived > 0;
-    if (arrived == 1) {  // the first is storing: wait for its count
-      while (*reinterpret_cast<volatile int*>(counter) != 3) __nanosleep(100);
-    }
-    if (reduce) {
-      __threadfence();  // acquire: the first chunk's stores before this chunk's reductions
-      fence_global_for_async_proxy();
-      *counter = 0;  // both chunks are done with it
-    }
-  }
+  // Thread 0's: this chunk of a split tile adds its partial tile (split_tile_arrive).
+  const bool reduce = counter != nullptr && threadIdx.x == 0 && split_tile_arrive(counter);
 #pragma unroll
   for (int round = 0; round < Cfg::kTile / kRowsPerRound; ++round) {
     if (threadIdx.x == 0) tma_store_wait_read();
@@ -2226,11 +2250,7 @@ __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, con
       tma_store_commit();
     }
   }
-  if (counter != nullptr && threadIdx.x == 0 && !reduce) {
-    tma_store_wait_complete();
-    __threadfence();  // release: the stores before the count
-    atomicAdd(counter, 1);
-  }
+  if (counter != nullptr && threadIdx.x == 0 && !reduce) split_tile_stored(counter);
 }
 
 /// The tall kernel's A fragments of one k-step: frag[s] those of k8 slice s, as load_register_b.
