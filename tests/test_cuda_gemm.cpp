@@ -779,45 +779,59 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
   expect_tall_cases(cases, rng);
 }
 
-TEST(CudaGemmTall, SplitTilesGiveTheSameBitsWhicheverChunkEndsFirst) {
+TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
   // A tile split in two chunks meets in C by the first chunk's TMA store and the second's TMA
-  // reduction, fl(P0 + P1) whichever ends first: repeated launches on the same inputs, whose
-  // chunks end in varying order, give the same bits. Products whose tall plans split tiles
-  // (checked on the plan), on the kernel forced.
+  // reduction, fl(P0 + P1) whichever ends first (split_tile_arrive): repeated launches on the same
+  // inputs, whose chunks end in varying order, give the same bits. The tall kernel (forced) on
+  // products whose tall plans split tiles, and the register-B kernel on Upper·Upper at 2048, whose
+  // plan has tiles in two chunks (checked on the plans).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "these kernels serve the wgmma loop, which this device or build does not run";
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
   const ScopedTf32 tf32;
   cu::set_operand_relayout(cu::OperandRelayout::Never);
-  cu::set_tall_tiles(cu::TallTiles::Always);
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  struct Case {
+    GemmProblem p;
+    bool tall;
+  };
+  const std::vector<Case> cases = {{with_stored_zeros(square(1000, dense, upper, OutputMask::Full)), true},
+                                   {with_stored_zeros(square(1000, upper, upper, OutputMask::Upper)), true},
+                                   {with_stored_zeros(square(2048, upper, upper, OutputMask::Upper)), false}};
   std::mt19937_64 rng(29);
-  for (const GemmProblem& shape : {with_stored_zeros(square(1000, dense, upper, OutputMask::Full)),
-                                   with_stored_zeros(square(1000, upper, upper, OutputMask::Upper))}) {
-    GemmProblem p = shape;
+  for (const Case& c : cases) {
+    GemmProblem p = c.p;
     p.tf32 = true;
-    const std::string what = describe(p, sg::kFloat32);
-    ASSERT_GT(cu::tall_tile_plan(p, sms).split_tiles, 0) << what;
+    const std::string what = describe(p, sg::kFloat32) + (c.tall ? ", tall kernel" : ", register-B kernel");
+    cu::set_tall_tiles(c.tall ? cu::TallTiles::Always : cu::TallTiles::Never);
     std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
     zero_outside_structure(p.a, p.m, p.k, p.k, a_values);
     zero_outside_structure(p.b, p.k, p.n, p.n, b_values);
-    const auto opts = sg::TensorOptions().dtype(sg::kFloat32).device(kCuda0);
-    sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, sg::TensorOptions().dtype(sg::kFloat32)).to(kCuda0);
-    sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, sg::TensorOptions().dtype(sg::kFloat32)).to(kCuda0);
-    sg::Tensor c = sg::Tensor::empty({p.m, p.n}, opts);
+    const auto opts = sg::TensorOptions().dtype(sg::kFloat32);
+    sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, opts).to(kCuda0);
+    sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, opts).to(kCuda0);
+    sg::Tensor out = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
     p.a_data = a.data_ptr();
     p.b_data = b.data_ptr();
-    p.c_data = c.data_ptr();
+    p.c_data = out.data_ptr();
     p.lda = p.k;
     p.ldb = p.n;
     p.ldc = p.n;
+    if (c.tall) {
+      ASSERT_GT(cu::tall_tile_plan(p, sms).split_tiles, 0) << what;
+    } else {
+      const GemmWorkPlan& plan = cu::structured_gemm_plan(p, sg::kFloat32, 0);
+      ASSERT_TRUE(std::any_of(plan.items.begin(), plan.items.end(),
+                              [](const cu::GemmWorkItem& item) { return item.chunk_count == 2; }))
+          << what;
+    }
     std::vector<double> first;  // float32 values, exactly
-    const int64_t launches = cu::tall_launches();
+    const int64_t tall = cu::tall_launches(), register_b = cu::register_b_launches();
     for (int run = 0; run < 8; ++run) {
-      c.fill_(std::nan(""));
+      out.fill_(std::nan(""));
       sg::detail::backend_for(kCuda0).gemm(p, sg::kFloat32);
-      const std::vector<double> values = c.to_vector();
+      const std::vector<double> values = out.to_vector();
       if (run == 0) {
         first = values;
         EXPECT_TRUE(std::none_of(first.begin(), first.end(), [](double x) { return std::isnan(x); })) << what;
@@ -827,7 +841,8 @@ TEST(CudaGemmTall, SplitTilesGiveTheSameBitsWhicheverChunkEndsFirst) {
             << what << ": launch " << run << " differs from the first";
       }
     }
-    EXPECT_EQ(cu::tall_launches() - launches, 8) << what;
+    EXPECT_EQ(cu::tall_launches() - tall, c.tall ? 8 : 0) << what;
+    EXPECT_EQ(cu::register_b_launches() - register_b, c.tall ? 0 : 8) << what;
   }
 }
 
