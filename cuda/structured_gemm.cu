@@ -440,22 +440,21 @@ __device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map,
 #endif
 }
 /// Copies the box of `map` that starts at column `inner` of row `row` from shared memory at `src`
-/// to global memory (a TMA store, in the thread's bulk async-group).
-__device__ __forceinline__ void tma_store_tile(const CUtensorMap* map, int inner, int row, const void* src) {
+/// to global memory (a TMA store, in the thread's bulk async-group); with `add`, adds it to what
+/// global memory holds instead (a TMA reduction, float32 add).
+__device__ __forceinline__ void tma_store_tile(const CUtensorMap* map, int inner, int row, const void* src,
+                                               bool add = false) {
 #if SG_HAS_WGMMA
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(inner), "r"(row), "r"(shared_address(src))
-               : "memory");
-#endif
-}
-/// As tma_store_tile, but adds the box to global memory (a TMA reduction, float32 add).
-__device__ __forceinline__ void tma_reduce_add_tile(const CUtensorMap* map, int inner, int row, const void* src) {
-#if SG_HAS_WGMMA
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(inner), "r"(row), "r"(shared_address(src))
-               : "memory");
+  const uint64_t tensor_map = reinterpret_cast<uint64_t>(map);
+  if (add)
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                     tensor_map),
+                 "r"(inner), "r"(row), "r"(shared_address(src))
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(tensor_map),
+                 "r"(inner), "r"(row), "r"(shared_address(src))
+                 : "memory");
 #endif
 }
 /// Closes the thread's bulk async-group (its stores so far).
@@ -473,6 +472,14 @@ __device__ __forceinline__ void tma_store_wait_read() {
 #endif
 }
 
+/// Orders the thread's global accesses across the generic and async proxies: its earlier generic
+/// ones (an acquire of a flag) before its later TMA operations, and its completed TMA writes before
+/// its later generic ones (a release of a flag).
+__device__ __forceinline__ void fence_global_for_async_proxy() {
+#if SG_HAS_WGMMA
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
 /// Closes the thread's bulk async-group and waits until its stores have completed: their writes
 /// are performed, and (after the fence) ordered before the thread's later global accesses of the
 /// generic proxy, such as a release of a flag.
@@ -480,15 +487,8 @@ __device__ __forceinline__ void tma_store_wait_complete() {
   tma_store_commit();
 #if SG_HAS_WGMMA
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
 #endif
-}
-/// Orders the thread's earlier global accesses of the generic proxy (an acquire of a flag) before
-/// its later TMA operations on global memory.
-__device__ __forceinline__ void fence_global_for_async_proxy() {
-#if SG_HAS_WGMMA
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-#endif
+  fence_global_for_async_proxy();
 }
 
 /// A tile split in two chunks that meet in C (the tall and register-B kernels' TMA epilogues):
@@ -1938,7 +1938,7 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
   if (threadIdx.x == 0) {
     if (counter != nullptr && split_tile_arrive(counter)) {  // a chunk of a tile split in two, adding
 #pragma unroll
-      for (int q = 0; q < 4; ++q) tma_reduce_add_tile(&maps.c, col0 + 32 * q, row0, smem + q * kBoxBytes);
+      for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem + q * kBoxBytes, true);
       tma_store_wait_read();
       return;
     }
@@ -2242,11 +2242,8 @@ __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, con
     named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
     if (threadIdx.x == 0) {
 #pragma unroll
-      for (int q = 0; q < Cfg::kTileN / 32; ++q) {
-        const int row = row0 + round * kRowsPerRound;
-        if (reduce) tma_reduce_add_tile(&maps.c, col0 + 32 * q, row, out + q * Cfg::kOutBoxBytes);
-        else tma_store_tile(&maps.c, col0 + 32 * q, row, out + q * Cfg::kOutBoxBytes);
-      }
+      for (int q = 0; q < Cfg::kTileN / 32; ++q)
+        tma_store_tile(&maps.c, col0 + 32 * q, row0 + round * kRowsPerRound, out + q * Cfg::kOutBoxBytes, reduce);
       tma_store_commit();
     }
   }
