@@ -3068,27 +3068,37 @@ double tall_item_cost(const GemmWorkItem& t) {
   return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallItemCost + (t.chunk_count > 1 ? kTallChunkCost : 0.0);
 }
 
-/// The tiles with a k-range, those longer than `cap` k-steps cut into two chunks of about equal
-/// k-steps (chunk 0 the lower k), dealt heaviest first (ties in raster order), each to the least
-/// loaded block (ties: the lowest index). Returns the model's makespan.
-double deal_tall_tiles(std::vector<GemmWorkItem> tiles, int sms, double cap,
+/// A tile cut into two chunks at `k_split`: chunk 0 the lower k, chunk 1 the rest, sharing arrival
+/// counter `counter`.
+std::pair<GemmWorkItem, GemmWorkItem> tall_chunks(GemmWorkItem t, int k_split, int counter) {
+  t.chunk_count = 2;
+  t.counter_index = counter;
+  GemmWorkItem second = t;
+  t.k_end = second.k_begin = k_split;
+  second.chunk = 1;
+  return {t, second};
+}
+
+/// The tiles with a k-range dealt heaviest first (ties in raster order), each to the least loaded
+/// block (ties: the lowest index). Two ways to cut a tile in two chunks: a tile longer than `cap`
+/// k-steps is halved before the deal; a tile that would take its block's load past `target` is cut
+/// where the block reaches it, the second chunk going to the next least loaded block. Returns the
+/// model's makespan.
+double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double cap, double target,
                        std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
   constexpr int kStep = TallConfig::kKStep;
+  constexpr int kMinChunkSteps = 8;
+  auto steps_of = [](const GemmWorkItem& t) { return (t.k_end - t.k_begin + kStep - 1) / kStep; };
   std::vector<GemmWorkItem> items;
   split_tiles = 0;
-  for (GemmWorkItem t : tiles) {
-    const int steps = (t.k_end - t.k_begin + kStep - 1) / kStep;
+  for (const GemmWorkItem& t : tiles) {
+    const int steps = steps_of(t);
     if (steps < 2 || steps <= cap) {
       items.push_back(t);
       continue;
     }
-    t.chunk_count = 2;
-    t.counter_index = split_tiles++;
-    GemmWorkItem second = t;
-    t.k_end = t.k_begin + steps / 2 * kStep;
-    second.k_begin = t.k_end;
-    second.chunk = 1;
-    items.push_back(t);
+    const auto [first, second] = tall_chunks(t, t.k_begin + steps / 2 * kStep, split_tiles++);
+    items.push_back(first);
     items.push_back(second);
   }
   std::stable_sort(items.begin(), items.end(),
@@ -3096,31 +3106,6 @@ double deal_tall_tiles(std::vector<GemmWorkItem> tiles, int sms, double cap,
   using Slot = std::pair<double, int>;
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
   for (int b = 0; b < sms; ++b) slots.push({0.0, b});
-  double makespan = 0;
-  for (const GemmWorkItem& t : items) {
-    Slot slot = slots.top();
-    slots.pop();
-    per_block[static_cast<size_t>(slot.second)].push_back(t);
-    slot.first += tall_item_cost(t);
-    makespan = std::max(makespan, slot.first);
-    slots.push(slot);
-  }
-  return makespan;
-}
-
-/// The tiles with a k-range (heaviest first) each to the least loaded block, where a tile would take
-/// that block's load past `target`, cut in two: the first chunk fills the block to the target, the
-/// second goes to the next least loaded block. Returns the model's makespan.
-double deal_tall_tiles_to(std::vector<GemmWorkItem> tiles, int sms, double target,
-                          std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
-  constexpr int kStep = TallConfig::kKStep;
-  constexpr int kMinChunkSteps = 8;
-  std::stable_sort(tiles.begin(), tiles.end(),
-                   [](const GemmWorkItem& x, const GemmWorkItem& y) { return tall_item_cost(x) > tall_item_cost(y); });
-  using Slot = std::pair<double, int>;
-  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
-  for (int b = 0; b < sms; ++b) slots.push({0.0, b});
-  split_tiles = 0;
   double makespan = 0;
   auto place = [&](const GemmWorkItem& t) {
     Slot slot = slots.top();
@@ -3130,21 +3115,17 @@ double deal_tall_tiles_to(std::vector<GemmWorkItem> tiles, int sms, double targe
     makespan = std::max(makespan, slot.first);
     slots.push(slot);
   };
-  for (GemmWorkItem t : tiles) {
-    const int steps = (t.k_end - t.k_begin + kStep - 1) / kStep;
+  for (const GemmWorkItem& t : items) {
+    const int steps = steps_of(t);
     const double load = slots.top().first;
-    const int room = static_cast<int>(target - load - kTallItemCost - kTallChunkCost);
-    if (load + tall_item_cost(t) <= target || room < kMinChunkSteps || steps - room < kMinChunkSteps) {
+    const int room = static_cast<int>(std::min<double>(target - load - kTallItemCost - kTallChunkCost, steps));
+    if (t.chunk_count > 1 || load + tall_item_cost(t) <= target || room < kMinChunkSteps ||
+        steps - room < kMinChunkSteps) {
       place(t);
       continue;
     }
-    t.chunk_count = 2;
-    t.counter_index = split_tiles++;
-    GemmWorkItem second = t;
-    t.k_end = t.k_begin + room * kStep;
-    second.k_begin = t.k_end;
-    second.chunk = 1;
-    place(t);
+    const auto [first, second] = tall_chunks(t, t.k_begin + room * kStep, split_tiles++);
+    place(first);
     place(second);
   }
   return makespan;
@@ -3184,12 +3165,13 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
   // that would take its block past a target (1 … 1.1 of the mean load) cut where the block reaches
   // it (written as the target's negative fraction).
   for (const double fraction : {0.0, 1.0, 0.8, 0.6, -1.0, -1.02, -1.04, -1.06, -1.08, -1.1}) {
-    const double cap = fraction > 0 ? fraction * plan.mean_load : std::numeric_limits<double>::infinity();
+    constexpr double kNone = std::numeric_limits<double>::infinity();
+    const double cap = fraction > 0 ? fraction * plan.mean_load : kNone;
+    const double target = fraction < 0 ? -fraction * plan.mean_load : kNone;
     std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
     for (size_t z = 0; z < zeros.size(); ++z) blocks[z % static_cast<size_t>(sms)].push_back(zeros[z]);
     int split = 0;
-    const double makespan = fraction < 0 ? deal_tall_tiles_to(tiles, sms, -fraction * plan.mean_load, blocks, split)
-                                         : deal_tall_tiles(tiles, sms, cap, blocks, split);
+    const double makespan = deal_tall_tiles(tiles, sms, cap, target, blocks, split);
     if (makespan < (split > 0 ? 0.98 : 1.0) * plan.makespan) {
       plan.makespan = makespan;
       plan.split_tiles = split;
