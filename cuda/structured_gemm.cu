@@ -2321,7 +2321,9 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     if (issue_item >= last) return;
     if (issue_round > 0) mbarrier_wait(empty + issue_stage, (issue_round - 1) & 1);
     mbarrier_arrive_expect_tx(full + issue_stage, Cfg::kATileBytes + Cfg::kBTileBytes);
-    tma_load_tile(a_tiles + issue_stage * kAStage, &maps.a, issue_k, issue_row0, full + issue_stage);
+    // (A may be a mirror copy: its stored triangle's whole steps come from the storage.)
+    tma_load_tile(a_tiles + issue_stage * kAStage, direct_map<false, Cfg::kTile>(maps, issue_k, issue_row0), issue_k,
+                  issue_row0, full + issue_stage);
     issue_raw_b_step(maps, issue_k, issue_col0, b_raw + issue_stage * kBStage, full + issue_stage);
     if (++issue_stage == kTallStages) issue_stage = 0, ++issue_round;
     issue_k += Cfg::kKStep;
@@ -3721,7 +3723,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       // A mirror copy's stored triangle from the operand's storage (every relayout copy has its
       // direct map: 16-byte rows, and relayout_pays has checked the extents).
       if (a_copy != nullptr && a_copy->stored != nullptr && (maps.has & kADirect)) {
-        encode_tile_map(stored_view(args.a, a_copy), p.k, false, &maps.a_stored);
+        encode_tile_map(stored_view(args.a, a_copy), p.k, false, &maps.a_stored, a_rows);
         maps.stored |= 1;
       }
       if (b_copy != nullptr && b_copy->stored != nullptr && (maps.has & kBDirect)) {

@@ -687,8 +687,8 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
 /// `p` with its triangular operands vouched to hold their structural zeros (zeros_stored), as
 /// matmul vouches for UpperTriangular tensors.
 GemmProblem with_stored_zeros(GemmProblem p) {
-  p.a.zeros_stored = p.a.kind != OperandKind::Dense;
-  p.b.zeros_stored = p.b.kind != OperandKind::Dense;
+  p.a.zeros_stored = sg::detail::is_triangular(p.a.kind);
+  p.b.zeros_stored = sg::detail::is_triangular(p.b.kind);
   return p;
 }
 
@@ -719,7 +719,8 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   // tiles of zeros (the Upper mask; A Upper of 520 × 300, whose tile rows past k = 300 have no
   // k-range), a rectangular Dense A, Lower operands. Not taken: an unvouched triangular operand (its
   // diagonal-crossing steps would need zeros written), C rows of 302 floats, the kernel turned off.
-  // (Small enough for the sanitizers; the sizes of the Auto rule are the next test's.)
+  // Also a Symmetric A through its mirror copy. (Small enough for the sanitizers; the sizes of the
+  // Auto rule are the next test's.)
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
   const ScopedTf32 tf32;
@@ -747,6 +748,18 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   std::mt19937_64 rng(19);
   cu::set_operand_relayout(cu::OperandRelayout::Never);
   expect_tall_cases(cases, rng);
+
+  // A Symmetric A (unvouched) copied first: a mirror copy, which holds only the steps that are not
+  // wholly in the stored triangle; those come from the storage, by a map with the kernel's 256-row
+  // box. (The copy is poisoned: a step read from the wrong map fails.) B stays as it lies.
+  const Variant symmetric{OperandKind::Symmetric, false};
+  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  cu::set_register_b(cu::RegisterB::Always);
+  std::vector<TallCase> mirrored;
+  for (int64_t n : {640, 1000}) mirrored.push_back({vouched(square(n, symmetric, upper, OutputMask::Full)), forced, 0, true});
+  const int64_t copies = cu::mirror_copies();
+  expect_tall_cases(mirrored, rng);
+  EXPECT_EQ(cu::mirror_copies() - copies, 2);
 }
 
 TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
