@@ -3840,6 +3840,9 @@ bool relayout_pays(const GemmProblem& p, bool is_b) {
   // but 1.02 at 1024 and 1.13 at 8192 (with the barrier-per-step kernel it lost at every size).
   if (is_triangular(d.kind) && is_triangular(other.kind)) return reuse >= 2048 && reuse <= 4096;
   if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Dense) return reuse >= 2048;  // Dense·Sym
+  // Sym·Dense with A's mirror stored (with_stored_mirrors_as_dense): A outer-major Dense, as the
+  // Sym·Dense rule above had after A's copy.
+  if (d.kind == OperandKind::Dense && other.kind == OperandKind::Dense) return reuse >= 2048;
   return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
 }
 
@@ -3986,6 +3989,20 @@ void check_problem(const GemmProblem& p) {
            " do not fit the operands");
 }
 
+/// `p` with each Symmetric operand whose storage holds its mirror (GemmOperand::mirror_stored: the
+/// Symmetric tensors matmul passes) read as the Dense matrix it is, so that no kernel redirects
+/// its lower triangle and no launcher copies it first (mirror copies, symmetric_copy_kernel). A
+/// symmetric matrix is its own transpose, so either layout reads the same values: outer-major for
+/// the TF32 loops (A not transposed, B transposed: the wgmma loop's direct TMA copies, and Sym·Sym
+/// becomes a product for the wide kernel), k-major for the others (the layout the FP64 loop copies
+/// Symmetric operands into). Measured: docs/structured_gemm.md, "Stored mirrors trusted".
+GemmProblem with_stored_mirrors_as_dense(GemmProblem p, DType dtype, int device) {
+  const bool outer_major = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
+  if (p.a.kind == OperandKind::Symmetric && p.a.mirror_stored) p.a = GemmOperand{OperandKind::Dense, !outer_major};
+  if (p.b.kind == OperandKind::Symmetric && p.b.mirror_stored) p.b = GemmOperand{OperandKind::Dense, outer_major};
+  return p;
+}
+
 }  // namespace
 
 void set_gemm_schedule(GemmSchedule schedule) { current_schedule.store(static_cast<int>(schedule)); }
@@ -4039,13 +4056,14 @@ int64_t dmma_launches() { return dmma_launch_count.load(); }
 const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device) {
   check_problem(p);
   DeviceGuard guard(device);
-  return cached_plan(p, dtype, device).plan;
+  return cached_plan(with_stored_mirrors_as_dense(p, dtype, device), dtype, device).plan;
 }
 
-void launch_structured_gemm(const GemmProblem& p, DType dtype, int device) {
-  check_problem(p);
-  if (p.m == 0 || p.n == 0) return;
+void launch_structured_gemm(const GemmProblem& problem, DType dtype, int device) {
+  check_problem(problem);
+  if (problem.m == 0 || problem.n == 0) return;
   DeviceGuard guard(device);
+  const GemmProblem p = with_stored_mirrors_as_dense(problem, dtype, device);
   const CachedPlan& cached = cached_plan(p, dtype, device);
   switch (cached.plan.config) {
     case GemmTileConfig::Float32Large: launch_with<ConfigF32Large>(p, cached, device); break;

@@ -15,7 +15,9 @@ namespace sg::detail {
 ///             reach C), unless the operand says its storage holds the zeros (zeros_stored).
 ///  Lower:     op(X)[i][j] == 0 for j > i (e.g. Uᵀ of an UpperTriangular U, trans = true).
 ///  Symmetric: op(X) == op(X)ᵀ, read from the upper triangle of the storage only
-///             (S[i][j] = i <= j ? s[i][j] : s[j][i]); `trans` is irrelevant.
+///             (S[i][j] = i <= j ? s[i][j] : s[j][i]); `trans` is irrelevant. Unless the
+///             operand says its storage holds the mirror too (mirror_stored): then a backend
+///             may read it as the Dense matrix it is, in either layout.
 enum class OperandKind : uint8_t { Dense, Upper, Lower, Symmetric };
 
 /// Upper or Lower: an operand with a zero triangle.
@@ -36,6 +38,11 @@ struct GemmOperand {
   /// tiles may use those zeros instead of writing its own. False for a buffer read through a
   /// structure (an unprojected gradient): its other triangle holds anything.
   bool zeros_stored = false;
+  /// Symmetric only: the caller vouches that the storage holds both triangles, s[i][j] == s[j][i]
+  /// bit for bit (a Symmetric tensor's invariant, DESIGN §1), so a kernel may read the operand as
+  /// a Dense matrix, transposed or not, instead of redirecting its lower triangle to the upper.
+  /// False for a buffer read through a structure (an unprojected gradient).
+  bool mirror_stored = false;
 };
 
 /// A fully resolved product on raw row-major buffers (what a kernel receives).

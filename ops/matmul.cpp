@@ -48,22 +48,23 @@ const MatmulRule& matmul_rule(Structure a, Structure b) {
 }
 
 /// The descriptor of op(X) for a tensor of structure s read transposed or not. An
-/// UpperTriangular tensor holds exact zeros below its diagonal (its invariant), so the kernels
-/// may use them as stored.
+/// UpperTriangular tensor holds exact zeros below its diagonal and a Symmetric one its mirror bit
+/// for bit (their invariants), so the kernels may use them as stored.
 GemmOperand operand(Structure s, bool trans) {
   switch (s) {
     case Structure::Dense: return {OperandKind::Dense, trans};
     case Structure::UpperTriangular: return {trans ? OperandKind::Lower : OperandKind::Upper, trans, true};
-    case Structure::Symmetric: return {OperandKind::Symmetric, false};
+    case Structure::Symmetric: return {OperandKind::Symmetric, false, false, true};
   }
   return {OperandKind::Dense, trans};
 }
 
 /// The descriptor of an upstream gradient read through its output's structure s: unprojected, so
-/// nothing outside the structure is known to be zero.
+/// nothing outside the structure is known to be zero, nor the lower triangle to mirror the upper.
 GemmOperand gradient_operand(Structure s, bool trans) {
   GemmOperand d = operand(s, trans);
   d.zeros_stored = false;
+  d.mirror_stored = false;
   return d;
 }
 
@@ -202,9 +203,11 @@ Symmetric gram(const Tensor& a) {
   Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), OutputMask::Symmetric, 1.0);
   if (autograd::needs_record({a})) {
     autograd::record("gram", {a}, {c}, {a}, [sa](autograd::BackwardContext& ctx) {
-      // d(a·aᵀ) with G symmetric: dA = (G + Gᵀ)·a = 2·G·a.
+      // d(a·aᵀ) with G symmetric: dA = (G + Gᵀ)·a = 2·G·a. The engine hands this node G projected
+      // onto C's structure (gram does not read it through the structure), a Symmetric tensor whose
+      // mirror is stored, so G passes as operand(Symmetric) does.
       const Tensor& g = ctx.grad_outputs[0];
-      Tensor da = gemm_raw(g, gradient_operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false),
+      Tensor da = gemm_raw(g, operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false),
                            mask_for_gradient(sa), 2.0);
       return std::vector<Tensor>{finish_gradient(da, sa)};
     });

@@ -70,20 +70,29 @@ struct Checked {
   std::string failure;  // empty when everything held
 };
 
-/// Where operand `d` says its storage holds zeros outside its structure (zeros_stored, an
-/// UpperTriangular tensor's invariant), writes them into `values` (rows × ld, the first `cols`
-/// columns of each row are the operand's); otherwise leaves the random values there.
-inline void zero_outside_structure(GemmOperand d, int64_t rows, int64_t cols, int64_t ld, std::vector<double>& values) {
-  if (!d.zeros_stored || !sg::detail::is_triangular(d.kind)) return;
-  for (int64_t i = 0; i < rows; ++i)
+/// Where operand `d` says its storage holds what its structure implies outside the part it
+/// defines, writes that into `values` (rows × ld, the first `cols` columns of each row are the
+/// operand's): the zeros of a triangular operand with zeros_stored (an UpperTriangular tensor's
+/// invariant), the mirror of a Symmetric one's upper triangle with mirror_stored (a Symmetric
+/// tensor's). Otherwise leaves the random values there.
+inline void fill_outside_structure(GemmOperand d, int64_t rows, int64_t cols, int64_t ld, std::vector<double>& values) {
+  const bool zeros = d.zeros_stored && sg::detail::is_triangular(d.kind);
+  const bool mirror = d.mirror_stored && d.kind == OperandKind::Symmetric;
+  for (int64_t i = 0; i < rows && (zeros || mirror); ++i)
     for (int64_t j = 0; j < cols; ++j) {
+      double& value = values[static_cast<size_t>(i * ld + j)];
+      if (mirror) {
+        if (j < i) value = values[static_cast<size_t>(j * ld + i)];
+        continue;
+      }
       const int64_t r = d.trans ? j : i, c = d.trans ? i : j;  // the entry's place in op(X)
-      if (d.kind == OperandKind::Upper ? c < r : c > r) values[static_cast<size_t>(i * ld + j)] = 0.0;
+      if (d.kind == OperandKind::Upper ? c < r : c > r) value = 0.0;
     }
 }
 
 /// Runs C = alpha·op(A)·op(B) through `device`'s backend with storages filled with random
-/// values (also outside the structures, except where an operand has zeros_stored) and C
+/// values (also outside the structures, except where an operand has zeros_stored or
+/// mirror_stored) and C
 /// poisoned with NaN, and compares with the float64 reference. `pad`: extra (random) columns in
 /// A's and B's storage rows, so the leading dimensions exceed the operands' widths.
 inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng,
@@ -93,8 +102,8 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
   const auto opts = sg::TensorOptions().dtype(dtype);
   std::vector<double> a_values = random_values(a_rows * (a_cols + pad), rng);
   std::vector<double> b_values = random_values(b_rows * (b_cols + pad), rng);
-  zero_outside_structure(p.a, a_rows, a_cols, a_cols + pad, a_values);
-  zero_outside_structure(p.b, b_rows, b_cols, b_cols + pad, b_values);
+  fill_outside_structure(p.a, a_rows, a_cols, a_cols + pad, a_values);
+  fill_outside_structure(p.b, b_rows, b_cols, b_cols + pad, b_values);
   sg::Tensor a = sg::from_vector(a_values, {a_rows, a_cols + pad}, opts);
   sg::Tensor b = sg::from_vector(b_values, {b_rows, b_cols + pad}, opts);
   // The host reference reads the same (rounded) values the device gets.

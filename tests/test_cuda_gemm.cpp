@@ -819,8 +819,8 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
     const std::string what = describe(p, sg::kFloat32) + (c.tall ? ", tall kernel" : ", register-B kernel");
     cu::set_tall_tiles(c.tall ? cu::TallTiles::Always : cu::TallTiles::Never);
     std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
-    zero_outside_structure(p.a, p.m, p.k, p.k, a_values);
-    zero_outside_structure(p.b, p.k, p.n, p.n, b_values);
+    fill_outside_structure(p.a, p.m, p.k, p.k, a_values);
+    fill_outside_structure(p.b, p.k, p.n, p.n, b_values);
     const auto opts = sg::TensorOptions().dtype(sg::kFloat32);
     sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, opts).to(kCuda0);
     sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, opts).to(kCuda0);
@@ -909,6 +909,104 @@ TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
       SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, lower, OutputMask::Full), false, true), mode.dtype, rng);
       SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, dense_t, OutputMask::Upper), true, false), mode.dtype, rng);
     }
+  }
+}
+
+TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
+  // A Symmetric operand whose storage holds its mirror bit for bit (mirror_stored: the Symmetric
+  // tensors matmul passes) is read as the Dense matrix it is: outer-major on the TF32 loop, so
+  // that no copy is made and Sym·Sym at 2048 runs on the wide kernel; k-major on the others, so
+  // that the FP64 loop makes no k-major copy either. Unvouched, the same products still redirect
+  // the lower triangle (random values there) and copy as before. Every product, vouched or not,
+  // against the reference with C poisoned; edge tiles (300, 1000), and 2048.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant symmetric{OperandKind::Symmetric, false};
+  const ScopedTf32 restore_defaults_at_end;
+  int ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  struct Mode {
+    const char* name;
+    sg::DType dtype;
+    bool tf32;
+    cu::Fp32Loop loop;
+    bool runs;
+  };
+  const Mode modes[] = {
+      {"TF32 (wgmma)", sg::kFloat32, true, cu::Fp32Loop::Auto, wgmma_loop_runs()},
+      {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, sm90a_code_runs() && ratio <= 2},
+      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, true},
+      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, true}};
+  auto vouched = [](GemmProblem p, bool on) {
+    p.a.mirror_stored = on && p.a.kind == OperandKind::Symmetric;
+    p.b.mirror_stored = on && p.b.kind == OperandKind::Symmetric;
+    return with_stored_zeros(p);
+  };
+  std::mt19937_64 rng(31);
+  int ran = 0;
+  for (const Mode& mode : modes) {
+    if (!mode.runs) continue;  // (the FP64 loop where the device or build has none)
+    SCOPED_TRACE(mode.name);
+    g_tf32 = mode.tf32;
+    sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
+    cu::set_fp32_loop(mode.loop);
+    const bool wgmma = mode.tf32 && wgmma_loop_runs();
+    const bool dmma = mode.loop == cu::Fp32Loop::Dmma;
+    for (int64_t n : {300, 1000, 2048}) {
+      for (bool on : {true, false}) {
+        for (const GemmProblem& p : {square(n, symmetric, symmetric, OutputMask::Full),
+                                     square(n, symmetric, dense, OutputMask::Full),
+                                     square(n, dense, symmetric, OutputMask::Full),
+                                     square(n, symmetric, upper, OutputMask::Full),
+                                     square(n, lower_t, symmetric, OutputMask::Full),
+                                     square(n, symmetric, symmetric, OutputMask::Symmetric),
+                                     square(n, dense_t, symmetric, OutputMask::Upper)}) {
+          SG_EXPECT_PRODUCT(kCuda0, vouched(p, on), mode.dtype, rng);
+          ++ran;
+        }
+        // Sym·Sym: the copies the Symmetric operands take unvouched, none vouched.
+        const GemmProblem sym_sym = vouched(square(n, symmetric, symmetric, OutputMask::Full), on);
+        const int64_t copies = cu::relayout_copies(), wide = cu::wide_launches();
+        SG_EXPECT_PRODUCT(kCuda0, sym_sym, mode.dtype, rng);
+        const int64_t copied = wgmma ? 2 : dmma && n >= 1024 ? 2 : 0;
+        EXPECT_EQ(cu::relayout_copies() - copies, on ? 0 : copied) << describe(sym_sym, mode.dtype) << " vouched " << on;
+        if (wgmma && n == 2048 && on) EXPECT_EQ(cu::wide_launches() - wide, 1) << describe(sym_sym, mode.dtype);
+      }
+    }
+  }
+  EXPECT_GE(ran, 3 * 2 * 7 * 3);  // at least three modes (TF32 falls back where wgmma is absent)
+}
+
+TEST(CudaGemmStoredMirrors, MatmulAndGramPassSymmetricTensorsAsStored) {
+  // sg::matmul and sg::gram pass their Symmetric tensors with mirror_stored, gram's backward its G
+  // too (the engine projects it onto C's structure first): Sym·Sym and gram(S), forward and
+  // backward, in TF32 at 1024, make no copy on the wgmma loop, and their results and gradients
+  // match the CPU's float32 ones.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const ScopedTf32 tf32;
+  const int64_t n = 1024;
+  const auto f32 = sg::TensorOptions().dtype(sg::kFloat32);
+  const sg::Symmetric s = sg::Symmetric::randn(n, f32), t = sg::Symmetric::randn(n, f32);
+  const sg::Tensor g = sg::randn({n, n}, f32);  // weights of the loss: C's gradient, not symmetric
+  // C, dS and dT (dT empty for gram) on `device`, with the matmul precision `precision`.
+  auto run = [&](sg::Device device, sg::Precision precision, bool gram) {
+    sg::set_matmul_precision(precision);
+    sg::Tensor a = s.to(device).detach().requires_grad_(), b = t.to(device).detach().requires_grad_();
+    const sg::Tensor c = gram ? sg::Tensor(sg::gram(a)) : sg::matmul(a, b);
+    sg::sum(c * g.to(device)).backward();
+    std::vector<std::vector<double>> out{c.to(sg::kCPU).to_vector(), a.grad().to(sg::kCPU).to_vector()};
+    if (!gram) out.push_back(b.grad().to(sg::kCPU).to_vector());
+    return out;
+  };
+  for (bool gram : {false, true}) {
+    SCOPED_TRACE(gram ? "gram(S)" : "S·T");
+    const int64_t copies = cu::relayout_copies();
+    const auto on_gpu = run(kCuda0, sg::Precision::TF32, gram);
+    if (wgmma_loop_runs()) EXPECT_EQ(cu::relayout_copies() - copies, 0);
+    const auto on_cpu = run(sg::kCPU, sg::Precision::Float32, gram);
+    ASSERT_EQ(on_gpu.size(), on_cpu.size());
+    for (size_t i = 0; i < on_gpu.size(); ++i) EXPECT_LE(sgtest::rel_error(on_gpu[i], on_cpu[i]), 2e-3) << "result " << i;
   }
 }
 
