@@ -859,6 +859,35 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
   }
 }
 
+/// A precision and loop the stored-zeros and stored-mirrors tests run every product in.
+struct LoopMode {
+  const char* name;
+  sg::DType dtype;
+  bool tf32;
+  cu::Fp32Loop loop;
+};
+
+/// The modes device 0 runs: TF32 on the wgmma loop and exact float32 on the FP64 tensor cores
+/// where this build and device have them, exact float32 on FFMA and float64 everywhere.
+std::vector<LoopMode> loop_modes() {
+  int ratio = 0;
+  EXPECT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  std::vector<LoopMode> modes;
+  if (wgmma_loop_runs()) modes.push_back({"TF32 (wgmma)", sg::kFloat32, true, cu::Fp32Loop::Auto});
+  if (sm90a_code_runs() && ratio <= 2)
+    modes.push_back({"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma});
+  modes.push_back({"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma});
+  modes.push_back({"float64", sg::kFloat64, false, cu::Fp32Loop::Auto});
+  return modes;
+}
+
+/// Sets the matmul precision and exact float32 loop of `mode` (ScopedTf32 restores the defaults).
+void use(const LoopMode& mode) {
+  g_tf32 = mode.tf32;
+  sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
+  cu::set_fp32_loop(mode.loop);
+}
+
 TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
   // An Upper or Lower operand whose storage holds zeros outside its structure (zeros_stored: the
   // UpperTriangular tensors matmul passes) lets the pipelined and register-B kernels use the
@@ -874,32 +903,15 @@ TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
   const ScopedTf32 restore_defaults_at_end;
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  struct Mode {
-    const char* name;
-    sg::DType dtype;
-    bool tf32;
-    cu::Fp32Loop loop;
-    bool runs;
-  };
-  const Mode modes[] = {
-      {"TF32 (wgmma)", sg::kFloat32, true, cu::Fp32Loop::Auto, wgmma_loop_runs()},
-      {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, sm90a_code_runs() && ratio <= 2},
-      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, true},
-      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, true}};
   std::mt19937_64 rng(17);
   auto vouched = [](GemmProblem p, bool a, bool b) {
     p.a.zeros_stored = a;
     p.b.zeros_stored = b;
     return p;
   };
-  for (const Mode& mode : modes) {
-    if (!mode.runs) continue;  // (the TF32 mode where the wgmma loop does not run, the FP64 loop likewise)
+  for (const LoopMode& mode : loop_modes()) {
     SCOPED_TRACE(mode.name);
-    g_tf32 = mode.tf32;
-    sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-    cu::set_fp32_loop(mode.loop);
+    use(mode);
     for (int64_t n : {300, 640, 1024, 2048}) {
       SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, upper, OutputMask::Upper), true, true), mode.dtype, rng);
       SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), mode.dtype, rng);
@@ -924,35 +936,18 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const Variant symmetric{OperandKind::Symmetric, false};
   const ScopedTf32 restore_defaults_at_end;
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  struct Mode {
-    const char* name;
-    sg::DType dtype;
-    bool tf32;
-    cu::Fp32Loop loop;
-    bool runs;
-  };
-  const Mode modes[] = {
-      {"TF32 (wgmma)", sg::kFloat32, true, cu::Fp32Loop::Auto, wgmma_loop_runs()},
-      {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, sm90a_code_runs() && ratio <= 2},
-      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, true},
-      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, true}};
   auto vouched = [](GemmProblem p, bool on) {
     p.a.mirror_stored = on && p.a.kind == OperandKind::Symmetric;
     p.b.mirror_stored = on && p.b.kind == OperandKind::Symmetric;
     return with_stored_zeros(p);
   };
   std::mt19937_64 rng(31);
-  int ran = 0, modes_run = 0;
-  for (const Mode& mode : modes) {
-    if (!mode.runs) continue;  // (the wgmma and FP64 loops where the device or build has none)
-    ++modes_run;
+  const std::vector<LoopMode> modes = loop_modes();
+  int ran = 0;
+  for (const LoopMode& mode : modes) {
     SCOPED_TRACE(mode.name);
-    g_tf32 = mode.tf32;
-    sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-    cu::set_fp32_loop(mode.loop);
-    const bool wgmma = mode.tf32 && wgmma_loop_runs();
+    use(mode);
+    const bool wgmma = mode.tf32;  // (loop_modes has TF32 only where it runs the wgmma loop)
     const bool dmma = mode.loop == cu::Fp32Loop::Dmma;
     for (int64_t n : {300, 1000, 2048}) {
       for (bool on : {true, false}) {
@@ -976,8 +971,7 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
       }
     }
   }
-  EXPECT_GE(modes_run, 2);  // FFMA and float64 run on every device
-  EXPECT_EQ(ran, modes_run * 3 * 2 * 7);
+  EXPECT_EQ(ran, static_cast<int>(modes.size()) * 3 * 2 * 7);
 }
 
 TEST(CudaGemmStoredMirrors, MatmulAndGramPassSymmetricTensorsAsStored) {
