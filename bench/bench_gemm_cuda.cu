@@ -158,6 +158,19 @@ void check_peer(const char* name, const sg::Tensor& ours, const std::function<vo
   }
 }
 
+/// The projections of docs/gradients.md in place on a row-major n × n float64 matrix, one
+/// thread per pair (i, j), i > j: triu(X) zeroes X(i, j), sym(X) = (X + Xᵀ)/2 sets both to their mean.
+__global__ void project_kernel(double* x, int64_t n, bool symmetric) {
+  const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y, j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n || j >= i) return;
+  if (symmetric) {
+    const double mean = (x[i * n + j] + x[j * n + i]) / 2;
+    x[i * n + j] = x[j * n + i] = mean;
+  } else {
+    x[i * n + j] = 0;
+  }
+}
+
 /// Input sets to rotate through so that one pass reads more than three times the L2.
 int input_sets(int64_t n, int operands, size_t element) {
   int l2 = 0;
@@ -173,6 +186,7 @@ class Bench {
     SG_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     SG_CUBLAS_CHECK(cublasSetMathMode(cublas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     suffix_ = o.tf32 ? " TF32" : "";
+    tolerance_ = o.tf32 ? 2e-3 : 1e-5;
   }
   ~Bench() { cublasDestroy(cublas_); }
 
@@ -190,13 +204,72 @@ class Bench {
     std::fflush(stdout);
   }
   double time(const std::function<void(int)>& body) { return median_ms(stream_, options_.reps, body); }
+  /// Row-major scale · op(X)·op(Y) in float64, by cuBLAS DGEMM on float64 copies of the stored
+  /// operands (an UpperTriangular tensor stores its zeros, a Symmetric one its mirror).
+  sg::Tensor reference(const sg::Tensor& x, bool x_transposed, const sg::Tensor& y, bool y_transposed,
+                       double scale = 1) const;
+  /// The projection of `structure` (docs/gradients.md) of a float64 n × n reference, in place.
+  sg::Tensor project(sg::Tensor x, sg::Structure structure) const;
+  /// Checks one result of ours against its float64 reference before it is timed: a bench of
+  /// wrong results would measure nothing. Stops the program past `tolerance_`.
+  void check_ours(const std::string& what, const sg::Tensor& ours, const sg::Tensor& reference) const;
 
   Options options_;
   cudaStream_t stream_;
   cublasHandle_t cublas_ = nullptr;
   std::string suffix_;
+  // Our relative error against float64 that stops the bench: the issue-5 bound for TF32
+  // (docs/performance.md records ~5e-4), and for exact float32 well above its ~1e-7.
+  double tolerance_ = 1e-5;
   std::vector<Row> rows_;
 };
+
+sg::Tensor Bench::reference(const sg::Tensor& x, bool x_transposed, const sg::Tensor& y, bool y_transposed,
+                            double scale) const {
+  // Row-major Z = op(X)·op(Y) is column-major Zᵀ = op(Y)ᵀ·op(X)ᵀ, and the column-major view of a
+  // row-major X is Xᵀ: so op(Y)ᵀ is Y's view untransposed exactly when op(Y) = Y.
+  sg::NoGradGuard no_grad;  // x may be a leaf that requires grad
+  const sg::Tensor x64 = x.to(sg::kFloat64), y64 = y.to(sg::kFloat64);
+  const int64_t m = x_transposed ? x.size(1) : x.size(0), k = x_transposed ? x.size(0) : x.size(1);
+  const int64_t n = y_transposed ? y.size(0) : y.size(1);
+  sg::Tensor z = sg::zeros({m, n}, sg::TensorOptions().dtype(sg::kFloat64).device(sg::kCUDA));
+  const double zero = 0;
+  SG_CUBLAS_CHECK(cublasDgemm(cublas_, y_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, x_transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &scale,
+                              static_cast<const double*>(y64.data_ptr()), static_cast<int>(y.size(1)),
+                              static_cast<const double*>(x64.data_ptr()), static_cast<int>(x.size(1)), &zero,
+                              static_cast<double*>(z.data_ptr()), static_cast<int>(n)));
+  return z;
+}
+
+sg::Tensor Bench::project(sg::Tensor x, sg::Structure structure) const {
+  if (structure == sg::Structure::Dense) return x;
+  const int64_t n = x.size(0);
+  const dim3 block(32, 8), grid(static_cast<unsigned>((n + 31) / 32), static_cast<unsigned>((n + 7) / 8));
+  project_kernel<<<grid, block, 0, stream_>>>(static_cast<double*>(x.data_ptr()), n,
+                                               structure == sg::Structure::Symmetric);
+  SG_CUDA_CHECK(cudaGetLastError());
+  return x;
+}
+
+void Bench::check_ours(const std::string& what, const sg::Tensor& ours, const sg::Tensor& reference) const {
+  // ‖ours − reference‖ / ‖reference‖ in float64 on the device (an 8192² matrix is 0.5 GB on the host).
+  const sg::Tensor difference = ours.dtype() == sg::kFloat64 ? ours.clone() : ours.to(sg::kFloat64);
+  const int count = static_cast<int>(reference.numel());
+  const double minus_one = -1;
+  double num = 0, den = 0;
+  SG_CUBLAS_CHECK(cublasDaxpy(cublas_, count, &minus_one, static_cast<const double*>(reference.data_ptr()), 1,
+                              static_cast<double*>(difference.data_ptr()), 1));
+  SG_CUBLAS_CHECK(cublasDnrm2(cublas_, count, static_cast<const double*>(difference.data_ptr()), 1, &num));
+  SG_CUBLAS_CHECK(cublasDnrm2(cublas_, count, static_cast<const double*>(reference.data_ptr()), 1, &den));
+  const double rel = num / den;
+  std::printf("  check: structgrad %-40s relative error %.1e against float64\n", what.c_str(), rel);
+  if (!(rel <= tolerance_)) {
+    std::fprintf(stderr, "bench_gemm_cuda: structgrad's %s is wrong at N = %lld (relative error %.3g against float64, "
+                 "bound %.1g)\n", what.c_str(), static_cast<long long>(ours.size(0)), rel, tolerance_);
+    std::exit(1);
+  }
+}
 
 void Bench::run_size(int64_t n) {
   const double n3 = double(n) * n * n;
@@ -264,16 +337,19 @@ void Bench::run_size(int64_t n) {
                                 &zero, ptr(out), ld));
   });
 
-  // ---- ours, forward (no recording) ---------------------------------------------------------
-  auto forward = [&](const char* workload, double flops, const std::function<sg::Tensor(int)>& f) {
+  // ---- ours, forward (no recording); each product checked once against float64 first -------
+  auto forward = [&](const std::string& workload, double flops, const std::function<sg::Tensor(int)>& f,
+                     const sg::Tensor& expected, const std::string& impl = "structgrad") {
     sg::NoGradGuard no_grad;
+    check_ours(workload + (impl == "structgrad" ? "" : impl.substr(10)), f(0), expected);
     const double ms = time([&](int r) { f(r); });
-    add(n, workload, "structgrad", ms, flops);
+    add(n, workload, impl, ms, flops);
     return ms;
   };
+  const sg::Tensor upper_upper = reference(upper_a[0], false, upper_b[0], false);
   forward("upper·upper fwd", n3 / 3, [&](int r) {
     return sg::matmul(sg::UpperTriangular(upper_a[r % sets]), sg::UpperTriangular(upper_b[r % sets]));
-  });
+  }, upper_upper);
   add(n, "upper·upper fwd", "cuBLAS STRMM", strmm, n3 / 3);  // the faster of the two forms below
   add(n, "upper·upper fwd", "cuBLAS STRMM, U on the right", strmm_u_right, n3 / 3);
   add(n, "upper·upper fwd", "cuBLAS STRMM, V on the left", strmm_v_left, n3 / 3);
@@ -281,8 +357,8 @@ void Bench::run_size(int64_t n) {
   for (auto [schedule, name] : {std::pair{GemmSchedule::HeaviestFirst, "structgrad, heaviest-first, no split"},
                                 std::pair{GemmSchedule::Raster, "structgrad, raster order, no split"}}) {
     sg::detail::cuda::set_gemm_schedule(schedule);
-    sg::NoGradGuard no_grad;
-    add(n, "upper·upper fwd", name, time([&](int r) { sg::matmul(upper_a[r % sets], upper_b[r % sets]); }), n3 / 3);
+    forward("upper·upper fwd", n3 / 3, [&](int r) { return sg::matmul(upper_a[r % sets], upper_b[r % sets]); },
+            upper_upper, name);
     sg::detail::cuda::set_gemm_schedule(options_.schedule);
   }
   // Every other structure pair, forward; the useful multiply-adds of op(A)·op(B) are n³ times
@@ -296,19 +372,41 @@ void Bench::run_size(int64_t n) {
       if (a == 1 && b == 1) continue;  // above, with its schedule ablation
       const std::string workload = std::string(names[a]) + "·" + names[b] + " fwd";
       const double flops = 2 * n3 * mac_fraction(a, b);
-      forward(workload.c_str(), flops, [&](int r) { return sg::matmul((*lhs[a])[r % sets], (*rhs[b])[r % sets]); });
+      forward(workload, flops, [&](int r) { return sg::matmul((*lhs[a])[r % sets], (*rhs[b])[r % sets]); },
+              reference((*lhs[a])[0], false, (*rhs[b])[0], false));
       add(n, workload, "cuBLAS SGEMM", sgemm, flops);
       if (a == 1 && b == 0) add(n, workload, "cuBLAS STRMM", strmm_dense, flops);
       if (a == 2 && b == 0) add(n, workload, "cuBLAS SSYMM", ssymm, flops);
     }
   }
-  forward("gram a·aᵀ", n3, [&](int r) { return sg::gram(dense_a[r % sets]); });
+  forward("gram a·aᵀ", n3, [&](int r) { return sg::gram(dense_a[r % sets]); },
+          reference(dense_a[0], false, dense_a[0], true));
   add(n, "gram a·aᵀ", "cuBLAS SSYRK", ssyrk, n3);
   add(n, "gram a·aᵀ", "cuBLAS SGEMM", sgemm, n3);
 
   // ---- ours, forward + backward through autograd ----------------------------------------
   // Useful flops: the forward's, once more for dA and once more for dB (each gradient product
   // keeps the structure of its input: triu(G·Bᵀ) for Upper A, and so on).
+  // The gradients are checked once first (docs/gradients.md: G read through C's structure, each
+  // gradient projected onto its input's structure; gram's G projected onto Symmetric).
+  auto check_gradients = [&](const std::string& workload, sg::Tensor a, sg::Tensor* b) {
+    const sg::Structure structure_a = a.structure();
+    if (b) {
+      sg::matmul(a, *b).backward(grad_out);
+      const bool upper_out = structure_a == sg::Structure::UpperTriangular &&
+                             b->structure() == sg::Structure::UpperTriangular;
+      const sg::Tensor g = project(grad_out.to(sg::kFloat64),
+                                   upper_out ? sg::Structure::UpperTriangular : sg::Structure::Dense);
+      check_ours(workload + " dA", a.grad(), project(reference(g, false, *b, true), structure_a));
+      check_ours(workload + " dB", b->grad(), project(reference(a, true, g, false), b->structure()));
+      b->zero_grad();
+    } else {
+      sg::Tensor(sg::gram(a)).backward(grad_out);
+      const sg::Tensor g = project(grad_out.to(sg::kFloat64), sg::Structure::Symmetric);
+      check_ours(workload + " dA", a.grad(), project(reference(g, false, a, false, 2), structure_a));
+    }
+    a.zero_grad();
+  };
   auto forward_backward = [&](const std::string& workload, double flops, std::vector<sg::Tensor>& as,
                               std::vector<sg::Tensor>* bs) {
     std::vector<sg::Tensor> a_leaves, b_leaves;
@@ -316,6 +414,7 @@ void Bench::run_size(int64_t n) {
       a_leaves.push_back(as[s].detach().requires_grad_());
       if (bs) b_leaves.push_back((*bs)[s].detach().requires_grad_());
     }
+    check_gradients(workload, a_leaves[0], bs ? &b_leaves[0] : nullptr);
     const double ms = time([&](int r) {
       sg::Tensor& a = a_leaves[r % sets];
       if (bs) {
@@ -381,6 +480,7 @@ void Bench::run_size(int64_t n) {
     sg::Tensor c = sg::randn({n, n}, f64);
     const double done = 1.0, dzero = 0.0;
     sg::NoGradGuard no_grad;
+    check_ours("upper·upper fwd float64", sg::matmul(a, b), reference(a, false, b, false));
     add(n, "upper·upper fwd float64", "structgrad", time([&](int) { sg::matmul(a, b); }), n3 / 3);
     add(n, "upper·upper fwd float64", "cuBLAS DGEMM", time([&](int) {
           SG_CUBLAS_CHECK(cublasDgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &done,

@@ -268,4 +268,39 @@ inline std::vector<GemmProblem> matmul_table_products(int64_t n) {
   };
 }
 
+// The products sg::matmul and sg::gram issue, with the invariants they vouch for: zeros_stored
+// for every UpperTriangular tensor, mirror_stored for every Symmetric one, nothing for an
+// upstream gradient read through C's structure. Beside them the mixed Symmetric·Upper pairs
+// both vouched and not (the tall kernel's wrong-result bug of the eighteenth session was an
+// unvouched Sym·Upper at 2048 and up, which no table held).
+inline std::vector<GemmProblem> matmul_issued_products(int64_t n) {
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant sym{OperandKind::Symmetric, false};
+  // p with its operands' invariants vouched for where `a` / `b` say so.
+  auto vouched = [](GemmProblem p, bool a, bool b) {
+    for (auto [operand, vouch] : {std::pair{&p.a, a}, std::pair{&p.b, b}}) {
+      operand->zeros_stored = vouch && sg::detail::is_triangular(operand->kind);
+      operand->mirror_stored = vouch && operand->kind == OperandKind::Symmetric;
+    }
+    return p;
+  };
+  return {
+      vouched(square(n, upper, upper, OutputMask::Upper), true, true),    // Upper·Upper forward
+      vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), // its dA = triu(G·Bᵀ)
+      vouched(square(n, lower_t, upper, OutputMask::Upper), true, false), // its dB = triu(Aᵀ·G)
+      vouched(square(n, upper, dense, OutputMask::Full), true, false),    // Upper·Dense forward
+      vouched(square(n, dense, upper, OutputMask::Full), false, true),    // Dense·Upper forward
+      vouched(square(n, sym, dense, OutputMask::Full), true, false),      // Sym·Dense; gram's dA = 2·G·A
+      vouched(square(n, dense, sym, OutputMask::Full), false, true),      // Dense·Sym; Sym·Sym's dA = G·B
+      vouched(square(n, sym, sym, OutputMask::Full), true, true),         // Sym·Sym forward
+      vouched(square(n, sym, upper, OutputMask::Full), true, true),       // Sym·Upper forward
+      vouched(square(n, upper, sym, OutputMask::Full), true, true),       // Upper·Sym forward
+      vouched(square(n, dense, lower_t, OutputMask::Full), false, true),  // Sym·Upper's dA = sym(G·Bᵀ)
+      square(n, sym, upper, OutputMask::Full),                            // the same two unvouched
+      square(n, upper, sym, OutputMask::Full),
+      square(n, dense, dense_t, OutputMask::Upper),                       // gram forward
+  };
+}
+
 }  // namespace sgtest::gemm

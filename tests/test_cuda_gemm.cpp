@@ -175,6 +175,23 @@ TEST_P(CudaGemm, LargeMatmulTableProductsAt4096) {
   for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
 }
 
+TEST_P(CudaGemm, MatmulIssuedProductsWithTheirInvariantsAt2048) {
+  // The products as sg::matmul issues them: operands vouched for, and every kernel choice on
+  // Auto as in the library (the fixture runs relayout Never or Always). 2048 is where the
+  // relayout copies, the tall kernel and the split plans all start to run.
+  // One instance per precision as the library runs it: the others force a loop or a relayout
+  // setting that this test overrides or that matmul never picks on its own where wgmma runs.
+  const GemmPrecision& precision = GetParam();
+  if (precision.dtype == sg::kFloat64) GTEST_SKIP() << "float64 runs one loop, checked at 4096 by the table";
+  if (precision.fp32_loop != ExactLoop::Auto || precision.relayout || precision.mma_sync || precision.staged)
+    GTEST_SKIP() << "a forced loop or relayout: the default float32 and tf32 instances run this at 2048";
+#if defined(SG_WITH_CUDA)
+  sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
+#endif
+  std::mt19937_64 rng(12);
+  for (const GemmProblem& p : matmul_issued_products(2048)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
+}
+
 TEST_P(CudaGemm, RepeatedLaunchesOfOnePlanAreBitwiseIdentical) {
   // Split-K sums its partials in chunk order, so the result must not depend on which chunk
   // of a tile finishes last; and the arrival counters must be reset for the next launch.
