@@ -2416,9 +2416,57 @@ struct WideConfig : ConfigTf32Wgmma {
   static constexpr int kTileN = 256;
   static constexpr int kPerCol = kTileN / 4;
   static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
-  static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + 1024;
+  // The epilogue's buffer (store_wide_tile): two boxes of 128 rows × 32 columns of the output map,
+  // a quarter of the tile per round.
+  static constexpr int kOutCols = 64, kOutBoxBytes = kTile * 32 * 4, kOutBytes = kOutCols / 32 * kOutBoxBytes;
+  static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
 };
 static_assert(WideConfig::kDynamicSmem <= 227 * 1024, "the wide ring fits an H100 block's shared memory");
+
+/// The wide kernel's tile written by TMA stores (TmaMaps::kCStore), in four rounds of 64 columns
+/// through the two boxes at `out` (128 rows × 32 columns each, the 128-byte swizzle: 16-byte chunk
+/// p of row r at p ^ (r mod 8)), as store_tall_tile writes the tall kernel's: thread 0 waits until
+/// the stores before have read the boxes, the consumer threads write alpha · acc with the Upper
+/// mask's zeros (a pair of adjacent columns per 8-byte store), and thread 0 stores the boxes
+/// (clipped at C's edges). The last round's stores drain while the block goes on to its next item.
+__device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
+                                                const float (&acc)[WideConfig::kPerRow][WideConfig::kPerCol],
+                                                unsigned char* out) {
+  using Cfg = WideConfig;
+  constexpr int kPerRound = Cfg::kPerCol * Cfg::kOutCols / Cfg::kTileN;
+  static_assert(Cfg::col_offset(kPerRound) == Cfg::kOutCols, "round q's accumulators are columns 64q … 64q + 63");
+  static_assert(Cfg::col_offset(1) == 1 && kPerRound % 2 == 0, "acc[i][2t], acc[i][2t + 1]: adjacent columns");
+  const float alpha = args.alpha;
+  const bool upper = args.mask == OutputMask::Upper;
+  const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
+#pragma unroll
+  for (int round = 0; round < Cfg::kTileN / Cfg::kOutCols; ++round) {
+    const int round_col0 = col0 + round * Cfg::kOutCols;
+    if (threadIdx.x == 0) tma_store_wait_read();
+    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+#pragma unroll
+    for (int i = 0; i < Cfg::kPerRow; ++i) {
+      const int r = row_base + Cfg::row_offset(i);
+#pragma unroll
+      for (int j = round * kPerRound; j < (round + 1) * kPerRound; j += 2) {
+        const int c = col_base + Cfg::col_offset(j) - round * Cfg::kOutCols;  // even: c, c + 1 in one chunk
+        float2 value;
+        value.x = upper && row0 + r > round_col0 + c ? 0.0f : alpha * acc[i][j];
+        value.y = upper && row0 + r > round_col0 + c + 1 ? 0.0f : alpha * acc[i][j + 1];
+        *reinterpret_cast<float2*>(out + (c >> 5) * Cfg::kOutBoxBytes + r * 128 +
+                                   ((((c >> 2) & 7) ^ (r & 7)) << 4) + (c & 3) * 4) = value;
+      }
+    }
+    fence_shared_for_async_proxy();
+    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int q = 0; q < Cfg::kOutCols / 32; ++q)
+        tma_store_tile(&maps.c, round_col0 + 32 * q, row0, out + q * Cfg::kOutBoxBytes);
+      tma_store_commit();
+    }
+  }
+}
 
 __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     structured_gemm_wide_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps, int item_count) {
@@ -2427,6 +2475,7 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
   unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
   float* const a_tiles = reinterpret_cast<float*>(base);
   float* const b_tiles = reinterpret_cast<float*>(base + kWideStages * Cfg::kATileBytes);
+  unsigned char* const out = base + kWideStages * (Cfg::kATileBytes + Cfg::kBTileBytes);  // store_wide_tile's boxes
   constexpr int kAStage = Cfg::kATileBytes / 4, kBStage = Cfg::kBTileBytes / 4;  // floats per buffer
   __shared__ uint64_t full[kWideStages], empty[kWideStages];
   __shared__ int last_chunk;
@@ -2489,9 +2538,13 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     wgmma_wait_all();
     wgmma_fence_operands(acc);
     if (signals && released >= 0) mbarrier_arrive(empty + released);
-    write_tile<Cfg, true>(args, item, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, last_chunk,
-                          threadIdx.x);
+    if (maps.has & kCStore)
+      store_wide_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, out);
+    else
+      write_tile<Cfg, true>(args, item, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, last_chunk,
+                            threadIdx.x);
   }
+  if (threadIdx.x == 0 && (maps.has & kCStore)) tma_store_wait_read();  // the boxes must outlive the stores' reads
 }
 
 // =============================================================================================
@@ -3275,6 +3328,8 @@ std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int> current_fp32_loop{static_cast<int>(Fp32Loop::Auto)};
 std::atomic<int64_t> dmma_launch_count{0};
 std::atomic<int64_t> wide_launch_count{0};
+std::atomic<bool> current_wide_tma_store{true};
+std::atomic<int64_t> wide_tma_store_launch_count{0};
 std::atomic<int> current_tall_tiles{static_cast<int>(TallTiles::Auto)};
 std::atomic<int64_t> tall_launch_count{0};
 
@@ -3751,6 +3806,12 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
     if (wide) {
+      // The tiles by TMA stores where C takes them (measured: docs/structured_gemm.md, "The wide
+      // kernel's epilogue by TMA").
+      if (wide_tma_store() && encode_output_map(args, &maps.c)) {
+        maps.has |= kCStore;
+        wide_tma_store_launch_count.fetch_add(1, std::memory_order_relaxed);
+      }
       args.items = cached.wide_items;
       const int items = static_cast<int>(cached.wide.size());
       const unsigned grid = static_cast<unsigned>(std::min(items, sm_count(device)));
@@ -4034,6 +4095,12 @@ int64_t register_b_launches() { return register_b_launch_count.load(); }
 int64_t raw_block_map_launches() { return raw_block_map_launch_count.load(); }
 int64_t tma_store_launches() { return tma_store_launch_count.load(); }
 int64_t mirror_zero_launches() { return mirror_zero_launch_count.load(); }
+
+void set_wide_tma_store(bool on) { current_wide_tma_store.store(on); }
+
+bool wide_tma_store() { return current_wide_tma_store.load(); }
+
+int64_t wide_tma_store_launches() { return wide_tma_store_launch_count.load(); }
 
 void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
 

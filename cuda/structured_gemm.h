@@ -160,6 +160,13 @@ void set_wide_tiles(WideTiles setting);
 WideTiles wide_tiles();
 /// Launches of the wide kernel since the process started (for the tests).
 int64_t wide_launches();
+/// Whether the wide kernel writes its tiles by TMA stores where C takes them (16-byte aligned rows,
+/// a mask other than Symmetric; docs/structured_gemm.md, "The wide kernel's epilogue by TMA"). On by
+/// default; off for the tests and the benchmark's comparison.
+void set_wide_tma_store(bool on);
+bool wide_tma_store();
+/// Launches of the wide kernel with TMA stores since the process started (for the tests).
+int64_t wide_tma_store_launches();
 /// Whether the register-B kernel's products whose operands hold their structural zeros (Dense, or
 /// GemmOperand::zeros_stored) and whose output takes TMA stores (16-byte aligned rows, mask not
 /// Symmetric) run on the tall kernel: 256 × 128 tiles, persistent, one block per SM, a four-stage

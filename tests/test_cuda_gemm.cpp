@@ -1116,7 +1116,8 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   // The wide kernel (128 × 256 tiles, persistent blocks, one per SM) forced on at small sizes:
   // it takes exactly the wgmma products whose operands both come directly and are Dense — gram
   // under both masks, the Symmetric products once relayout has copied them — on the default
-  // loop only, and each product matches the reference. Edge tiles in both directions (300, 640:
+  // loop only, and each product matches the reference, with its tiles written by TMA stores
+  // (where C takes them) and by the accumulators' own stores. Edge tiles in both directions (300, 640:
   // 3 and 5 row tiles, 2 and 3 column tiles), blocks with several items (fewer SMs than items
   // nowhere here, so also blocks with one or none: the grid is min(items, SMs)), a last k-step
   // that is not whole (k = 40, 300), tiles wholly below the diagonal (zeros under Upper, skipped
@@ -1149,17 +1150,29 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   GemmProblem rectangular = square(300, symmetric, dense, OutputMask::Full);
   rectangular.n = 520;
   cases.push_back({rectangular, cu::OperandRelayout::Always, true});
+  // Rows of 302 floats are not 16-byte aligned: no direct copies, so not the wide kernel.
+  cases.push_back({square(302, dense, dense_t, OutputMask::Upper), cu::OperandRelayout::Never, false});
   std::mt19937_64 rng(12);
   cu::set_wide_tiles(cu::WideTiles::Always);
-  for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-    cu::set_tf32_loop(loop);
-    for (const Case& c : cases) {
-      cu::set_operand_relayout(c.relayout);
-      const int64_t before = cu::wide_launches();
-      SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
-      EXPECT_EQ(cu::wide_launches() - before, c.wide && loop == cu::Tf32Loop::Auto ? 1 : 0) << describe(c.p, sg::kFloat32);
+  for (bool tma_store : {true, false}) {
+    cu::set_wide_tma_store(tma_store);
+    for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
+      cu::set_tf32_loop(loop);
+      for (const Case& c : cases) {
+        cu::set_operand_relayout(c.relayout);
+        const int64_t before = cu::wide_launches(), stores_before = cu::wide_tma_store_launches();
+        SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+        const bool wide = c.wide && loop == cu::Tf32Loop::Auto;
+        EXPECT_EQ(cu::wide_launches() - before, wide ? 1 : 0) << describe(c.p, sg::kFloat32);
+        // By TMA stores wherever the wide kernel runs and C takes them: a mask other than Symmetric
+        // (whose mirror the accumulators' own stores write); C's rows are aligned wherever the
+        // operands' are, and the wide kernel needs those.
+        const bool stores = wide && tma_store && c.p.mask != OutputMask::Symmetric;
+        EXPECT_EQ(cu::wide_tma_store_launches() - stores_before, stores ? 1 : 0) << describe(c.p, sg::kFloat32);
+      }
     }
   }
+  cu::set_wide_tma_store(true);
   cu::set_wide_tiles(cu::WideTiles::Auto);
 }
 
