@@ -139,27 +139,6 @@ double median_ms(cudaStream_t stream, int reps, const std::function<void(int)>& 
   return times[times.size() / 2];
 }
 
-/// Runs `peer` (which writes `out`) and checks that it computed `ours`: relative Frobenius
-/// error within `tolerance` (float32 sums: 1e-5; TF32, both sides rounded: 4e-3), else the
-/// comparison would be meaningless and the program stops.
-void check_peer(const char* name, const sg::Tensor& ours, const std::function<void()>& peer, const sg::Tensor& out,
-                double tolerance) {
-  peer();
-  const std::vector<double> x = out.to_vector(), y = ours.to_vector();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  const double rel = std::sqrt(num / den);
-  std::printf("  peer check: cuBLAS %-22s relative error %.1e against structgrad\n", name, rel);
-  if (!(rel <= tolerance)) {
-    std::fprintf(stderr, "bench_gemm_cuda: cuBLAS %s does not compute structgrad's product (relative error %.3g)\n",
-                 name, rel);
-    std::exit(1);
-  }
-}
-
 /// The projections of docs/gradients.md in place on a row-major n × n float64 matrix, one
 /// thread per pair (i, j), i > j: triu(X) zeroes X(i, j), sym(X) = (X + Xᵀ)/2 sets both to their mean.
 __global__ void project_kernel(double* x, int64_t n, bool symmetric) {
@@ -215,6 +194,13 @@ class Bench {
   /// Checks one result of ours against its float64 reference before it is timed: a bench of
   /// wrong results would measure nothing. Stops the program past `tolerance_`.
   void check_ours(const std::string& what, const sg::Tensor& ours, const sg::Tensor& reference) const;
+  /// Runs `peer` (which writes `out`) and checks that it computed `ours`: relative Frobenius
+  /// error within `tolerance` (float32 sums: 1e-5; TF32, both sides rounded: 4e-3), else the
+  /// comparison would be meaningless and the program stops.
+  void check_peer(const char* name, const sg::Tensor& ours, const std::function<void()>& peer, const sg::Tensor& out,
+                  double tolerance) const;
+  /// ‖x − reference‖ / ‖reference‖ in float64 on the device (an 8192² matrix is 0.5 GB on the host).
+  double relative_error(const sg::Tensor& x, const sg::Tensor& reference) const;
 
   Options options_;
   cudaStream_t stream_;
@@ -254,17 +240,33 @@ sg::Tensor Bench::project(sg::Tensor x, sg::Structure structure) const {
   return x;
 }
 
-void Bench::check_ours(const std::string& what, const sg::Tensor& ours, const sg::Tensor& reference) const {
-  // ‖ours − reference‖ / ‖reference‖ in float64 on the device (an 8192² matrix is 0.5 GB on the host).
-  const sg::Tensor difference = ours.dtype() == sg::kFloat64 ? ours.clone() : ours.to(sg::kFloat64);
+double Bench::relative_error(const sg::Tensor& x, const sg::Tensor& reference) const {
+  const sg::Tensor difference = x.dtype() == sg::kFloat64 ? x.clone() : x.to(sg::kFloat64);
+  const sg::Tensor reference64 = reference.to(sg::kFloat64);
   const int count = static_cast<int>(reference.numel());
   const double minus_one = -1;
   double num = 0, den = 0;
-  SG_CUBLAS_CHECK(cublasDaxpy(cublas_, count, &minus_one, static_cast<const double*>(reference.data_ptr()), 1,
+  SG_CUBLAS_CHECK(cublasDaxpy(cublas_, count, &minus_one, static_cast<const double*>(reference64.data_ptr()), 1,
                               static_cast<double*>(difference.data_ptr()), 1));
   SG_CUBLAS_CHECK(cublasDnrm2(cublas_, count, static_cast<const double*>(difference.data_ptr()), 1, &num));
-  SG_CUBLAS_CHECK(cublasDnrm2(cublas_, count, static_cast<const double*>(reference.data_ptr()), 1, &den));
-  const double rel = num / den;
+  SG_CUBLAS_CHECK(cublasDnrm2(cublas_, count, static_cast<const double*>(reference64.data_ptr()), 1, &den));
+  return num / den;
+}
+
+void Bench::check_peer(const char* name, const sg::Tensor& ours, const std::function<void()>& peer,
+                       const sg::Tensor& out, double tolerance) const {
+  peer();
+  const double rel = relative_error(out, ours);
+  std::printf("  peer check: cuBLAS %-22s relative error %.1e against structgrad\n", name, rel);
+  if (!(rel <= tolerance)) {
+    std::fprintf(stderr, "bench_gemm_cuda: cuBLAS %s does not compute structgrad's product (relative error %.3g)\n",
+                 name, rel);
+    std::exit(1);
+  }
+}
+
+void Bench::check_ours(const std::string& what, const sg::Tensor& ours, const sg::Tensor& reference) const {
+  const double rel = relative_error(ours, reference);
   std::printf("  check: structgrad %-40s relative error %.1e against float64\n", what.c_str(), rel);
   if (!(rel <= tolerance_)) {
     std::fprintf(stderr, "bench_gemm_cuda: structgrad's %s is wrong at N = %lld (relative error %.3g against float64, "

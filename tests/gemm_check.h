@@ -185,6 +185,17 @@ inline GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, doub
   return p;
 }
 
+/// `p` with its operands' invariants vouched for where `a` / `b` say so, as sg::matmul vouches for
+/// its tensors': zeros_stored for an Upper or Lower operand (an UpperTriangular tensor's zeros),
+/// mirror_stored for a Symmetric one (its mirror); nothing for a Dense one.
+inline GemmProblem vouched(GemmProblem p, bool a = true, bool b = true) {
+  for (auto [operand, vouch] : {std::pair{&p.a, a}, std::pair{&p.b, b}}) {
+    operand->zeros_stored = vouch && sg::detail::is_triangular(operand->kind);
+    operand->mirror_stored = vouch && operand->kind == OperandKind::Symmetric;
+  }
+  return p;
+}
+
 /// Relative Frobenius error bound: exact float32 1e-5, float64 1e-12, TF32 2e-3 (issue 5).
 inline double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 : g_tf32 ? 2e-3 : 1e-5; }
 
@@ -277,14 +288,6 @@ inline std::vector<GemmProblem> matmul_issued_products(int64_t n) {
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const Variant sym{OperandKind::Symmetric, false};
-  // p with its operands' invariants vouched for where `a` / `b` say so.
-  auto vouched = [](GemmProblem p, bool a, bool b) {
-    for (auto [operand, vouch] : {std::pair{&p.a, a}, std::pair{&p.b, b}}) {
-      operand->zeros_stored = vouch && sg::detail::is_triangular(operand->kind);
-      operand->mirror_stored = vouch && operand->kind == OperandKind::Symmetric;
-    }
-    return p;
-  };
   return {
       vouched(square(n, upper, upper, OutputMask::Upper), true, true),    // Upper·Upper forward
       vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), // its dA = triu(G·Bᵀ)

@@ -702,10 +702,10 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
 }
 
 /// `p` with its triangular operands vouched to hold their structural zeros (zeros_stored), as
-/// matmul vouches for UpperTriangular tensors.
+/// matmul vouches for UpperTriangular tensors, and its Symmetric ones not vouched.
 GemmProblem with_stored_zeros(GemmProblem p) {
-  p.a.zeros_stored = sg::detail::is_triangular(p.a.kind);
-  p.b.zeros_stored = sg::detail::is_triangular(p.b.kind);
+  p = vouched(p);
+  p.a.mirror_stored = p.b.mirror_stored = false;
   return p;
 }
 
@@ -741,7 +741,6 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
   const ScopedTf32 tf32;
-  const auto vouched = with_stored_zeros;
   const auto forced = cu::TallTiles::Always, off = cu::TallTiles::Never;
   std::vector<TallCase> cases;
   for (int64_t n : {300, 640, 1000}) {
@@ -773,7 +772,7 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   cu::set_operand_relayout(cu::OperandRelayout::Always);
   cu::set_register_b(cu::RegisterB::Always);
   std::vector<TallCase> mirrored;
-  for (int64_t n : {640, 1000}) mirrored.push_back({vouched(square(n, symmetric, upper, OutputMask::Full)), forced, 0, true});
+  for (int64_t n : {640, 1000}) mirrored.push_back({with_stored_zeros(square(n, symmetric, upper, OutputMask::Full)), forced, 0, true});
   const int64_t copies = cu::mirror_copies();
   expect_tall_cases(mirrored, rng);
   EXPECT_EQ(cu::mirror_copies() - copies, 2);
@@ -788,7 +787,6 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
-  const auto vouched = with_stored_zeros;
   const auto automatic = cu::TallTiles::Auto;
   const std::vector<TallCase> cases = {
       {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::TallTiles::Always, 0, true},
@@ -921,11 +919,6 @@ TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
   const Variant upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
   const ScopedTf32 restore_defaults_at_end;
   std::mt19937_64 rng(17);
-  auto vouched = [](GemmProblem p, bool a, bool b) {
-    p.a.zeros_stored = a;
-    p.b.zeros_stored = b;
-    return p;
-  };
   for (const LoopMode& mode : loop_modes()) {
     SCOPED_TRACE(mode.name);
     use(mode);
@@ -953,11 +946,8 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const Variant symmetric{OperandKind::Symmetric, false};
   const ScopedTf32 restore_defaults_at_end;
-  auto vouched = [](GemmProblem p, bool on) {
-    p.a.mirror_stored = on && p.a.kind == OperandKind::Symmetric;
-    p.b.mirror_stored = on && p.b.kind == OperandKind::Symmetric;
-    return with_stored_zeros(p);
-  };
+  // The triangular operands always hold their zeros; the Symmetric ones' mirrors vouched for or not.
+  auto with_mirrors = [](GemmProblem p, bool on) { return on ? vouched(p) : with_stored_zeros(p); };
   std::mt19937_64 rng(31);
   const std::vector<LoopMode> modes = loop_modes();
   int ran = 0;
@@ -975,11 +965,11 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
                                      square(n, lower_t, symmetric, OutputMask::Full),
                                      square(n, symmetric, symmetric, OutputMask::Symmetric),
                                      square(n, dense_t, symmetric, OutputMask::Upper)}) {
-          SG_EXPECT_PRODUCT(kCuda0, vouched(p, on), mode.dtype, rng);
+          SG_EXPECT_PRODUCT(kCuda0, with_mirrors(p, on), mode.dtype, rng);
           ++ran;
         }
         // Sym·Sym: the copies the Symmetric operands take unvouched, none vouched.
-        const GemmProblem sym_sym = vouched(square(n, symmetric, symmetric, OutputMask::Full), on);
+        const GemmProblem sym_sym = with_mirrors(square(n, symmetric, symmetric, OutputMask::Full), on);
         const int64_t copies = cu::relayout_copies(), wide = cu::wide_launches();
         SG_EXPECT_PRODUCT(kCuda0, sym_sym, mode.dtype, rng);
         const int64_t copied = wgmma ? 2 : dmma && n >= 1024 ? 2 : 0;
