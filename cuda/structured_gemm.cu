@@ -1886,6 +1886,13 @@ struct ConfigTf32WgmmaRegisterB : ConfigTf32Wgmma {
   __host__ __device__ static constexpr int col_offset(int j) { return j * kColGroupStride; }
 };
 
+/// The byte offset of output element (r, c) in consecutive boxes of 32 columns × box_bytes / 128
+/// rows in the 128-byte swizzle, as the output maps' TMA stores read them (encode_output_map):
+/// 16-byte chunk p of row r of box c / 32 at p ^ (r mod 8).
+__device__ __forceinline__ int swizzled_out_offset(int r, int c, int box_bytes) {
+  return (c >> 5) * box_bytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) + (c & 3) * 4;
+}
+
 /// Zeros one 128 × 32 box of floats (16 KB) in shared memory: 4 of its 16-byte chunks per thread of
 /// the register-B kernel's 256.
 __device__ __forceinline__ void zero_shared_box(unsigned char* box) {
@@ -1928,8 +1935,7 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
       for (int j = 0; j < Out::kPerCol; ++j) {
         const int c = col_base + Out::col_offset(j);
         const float value = upper && row0 + r > col0 + c ? 0.0f : alpha * acc[i][j];
-        *reinterpret_cast<float*>(smem + (c >> 5) * kBoxBytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) +
-                                  (c & 3) * 4) = value;
+        *reinterpret_cast<float*>(smem + swizzled_out_offset(r, c, kBoxBytes)) = value;
       }
     }
   }
@@ -2234,8 +2240,7 @@ __device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, con
       for (int j = 0; j < Cfg::kPerCol; ++j) {
         const int c = col_base + Cfg::col_offset(j);
         const float value = upper && row0 + round * kRowsPerRound + r > col0 + c ? 0.0f : alpha * acc[i][j];
-        *reinterpret_cast<float*>(out + (c >> 5) * Cfg::kOutBoxBytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) +
-                                  (c & 3) * 4) = value;
+        *reinterpret_cast<float*>(out + swizzled_out_offset(r, c, Cfg::kOutBoxBytes)) = value;
       }
     }
     fence_shared_for_async_proxy();
@@ -2453,8 +2458,7 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
         float2 value;
         value.x = upper && row0 + r > round_col0 + c ? 0.0f : alpha * acc[i][j];
         value.y = upper && row0 + r > round_col0 + c + 1 ? 0.0f : alpha * acc[i][j + 1];
-        *reinterpret_cast<float2*>(out + (c >> 5) * Cfg::kOutBoxBytes + r * 128 +
-                                   ((((c >> 2) & 7) ^ (r & 7)) << 4) + (c & 3) * 4) = value;
+        *reinterpret_cast<float2*>(out + swizzled_out_offset(r, c, Cfg::kOutBoxBytes)) = value;
       }
     }
     fence_shared_for_async_proxy();
