@@ -42,6 +42,7 @@ struct Options {
                                   // FP64 loop products: Symmetric/outer-major ones copied k-major first
   std::string wide = "auto";      // wgmma products of two outer-major Dense operands: the 128 × 256 kernel
   bool wide_scalar_stores = false;  // that kernel's tiles written by 4-byte stores, not TMA (the ablation)
+  std::string wide_split = "auto";  // that kernel's last round of tiles cut in k
   std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   std::string tall = "auto";        // those of them with stored zeros: the 256 × 128 persistent kernel
   GemmSchedule schedule = GemmSchedule::Balanced;  // the planner's schedule for every product of the run
@@ -72,6 +73,12 @@ Options parse(int argc, char** argv) {
       }
       return argv[++i];
     };
+    // `arg` is `flag` and its value one of auto, never, always.
+    auto mode_flag = [&](const char* flag) {
+      if (arg != flag || i + 1 >= argc) return false;
+      const std::string v = argv[i + 1];
+      return v == "auto" || v == "never" || v == "always";
+    };
     if (arg == "--n") o.sizes = parse_list(next());
     else if (arg == "--reps") o.reps = std::stoi(next());
     else if (arg == "--csv") o.csv = next();
@@ -81,23 +88,12 @@ Options parse(int argc, char** argv) {
     else if (arg == "--no-tma") o.no_tma = true;
     else if (arg == "--tma-outer-major") o.tma_outer_major = true;
     else if (arg == "--barrier-per-step") o.barrier_per_step = true;
-    else if (arg == "--relayout" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
-                                                     std::string(argv[i + 1]) == "never" ||
-                                                     std::string(argv[i + 1]) == "always"))
-      o.relayout = next();
-    else if (arg == "--wide" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
-                                                 std::string(argv[i + 1]) == "never" ||
-                                                 std::string(argv[i + 1]) == "always"))
-      o.wide = next();
+    else if (mode_flag("--relayout")) o.relayout = next();
+    else if (mode_flag("--wide")) o.wide = next();
     else if (arg == "--wide-scalar-stores") o.wide_scalar_stores = true;
-    else if (arg == "--register-b" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
-                                                       std::string(argv[i + 1]) == "never" ||
-                                                       std::string(argv[i + 1]) == "always"))
-      o.register_b = next();
-    else if (arg == "--tall" && i + 1 < argc && (std::string(argv[i + 1]) == "auto" ||
-                                                 std::string(argv[i + 1]) == "never" ||
-                                                 std::string(argv[i + 1]) == "always"))
-      o.tall = next();
+    else if (mode_flag("--wide-split")) o.wide_split = next();
+    else if (mode_flag("--register-b")) o.register_b = next();
+    else if (mode_flag("--tall")) o.tall = next();
     else if (arg == "--schedule" && i + 1 < argc && (std::string(argv[i + 1]) == "balanced" ||
                                                      std::string(argv[i + 1]) == "heaviest-first" ||
                                                      std::string(argv[i + 1]) == "raster")) {
@@ -108,7 +104,7 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] [--relayout auto|never|always] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--register-b auto|never|always] [--tall auto|never|always]] "
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--wide-split auto|never|always] [--register-b auto|never|always] [--tall auto|never|always]] "
                    "[--schedule balanced|heaviest-first|raster]\n");
       std::exit(2);
     }
@@ -553,13 +549,16 @@ int main(int argc, char** argv) {
       sg::detail::cuda::set_wide_tiles(options.wide == "never" ? sg::detail::cuda::WideTiles::Never
                                                                : sg::detail::cuda::WideTiles::Always);
     if (options.wide_scalar_stores) sg::detail::cuda::set_wide_tma_store(false);
+    if (options.wide_split != "auto")
+      sg::detail::cuda::set_wide_split(options.wide_split == "never" ? sg::detail::cuda::WideSplit::Never
+                                                                     : sg::detail::cuda::WideSplit::Always);
     if (options.register_b != "auto")
       sg::detail::cuda::set_register_b(options.register_b == "never" ? sg::detail::cuda::RegisterB::Never
                                                                      : sg::detail::cuda::RegisterB::Always);
     if (options.tall != "auto")
       sg::detail::cuda::set_tall_tiles(options.tall == "never" ? sg::detail::cuda::TallTiles::Never
                                                                : sg::detail::cuda::TallTiles::Always);
-    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, register B %s, tall tiles %s, schedule %s), median of %d\n",
+    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, split %s, register B %s, tall tiles %s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),
                 !options.tf32 && options.fma ? "exact (FFMA loop forced)"
                 : !options.tf32        ? "exact (FP64 tensor cores where they run at full rate, else FFMA)"
@@ -569,7 +568,8 @@ int main(int argc, char** argv) {
                 : options.barrier_per_step ? "TF32 (tensor cores, no pipelined kernel: one barrier per k-step)"
                                        : "TF32 (tensor cores)",
                 options.relayout.c_str(), options.wide.c_str(),
-                options.wide_scalar_stores ? " with 4-byte stores" : "", options.register_b.c_str(), options.tall.c_str(),
+                options.wide_scalar_stores ? " with 4-byte stores" : "", options.wide_split.c_str(),
+                options.register_b.c_str(), options.tall.c_str(),
                 options.schedule == GemmSchedule::Balanced ? "balanced"
                 : options.schedule == GemmSchedule::Raster ? "raster"
                                                            : "heaviest-first",

@@ -2409,8 +2409,11 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
 // item's first copies land while the consumers still write the previous item's tile. Two
 // consumer warpgroups of 64 × 256 (wgmma m64n256k8, 128 accumulators per thread), a ring of
 // kWideStages buffers of A (16 KB) and B (32 KB), the pipelined kernel's mbarrier protocol. No
-// split tiles, no structural zeros (Dense operands only; copies fill rows and k beyond the
-// operands with zeros).
+// structural zeros (Dense operands only; copies fill rows and k beyond the operands with zeros).
+// Block b runs items offsets[b] … offsets[b + 1] − 1 of wide_tile_plan's schedule: whole tiles
+// in rounds of one per block, and where the tiles leave the last round part empty, that round's
+// tiles cut in k, the tails run by the blocks without a tile there (the two chunks meet in C by a
+// TMA store and a TMA reduction, as the tall kernel's do; only where C takes TMA stores).
 // =============================================================================================
 
 constexpr int kWideStages = 4;
@@ -2434,9 +2437,18 @@ static_assert(WideConfig::kDynamicSmem <= 227 * 1024, "the wide ring fits an H10
 /// the stores before have read the boxes, the consumer threads write alpha · acc with the Upper
 /// mask's zeros (a pair of adjacent columns per 8-byte store), and thread 0 stores the boxes
 /// (clipped at C's edges). The last round's stores drain while the block goes on to its next item.
+/// A chunk of a tile split in two (`counter`, its arrival counter; null for a whole tile) stores or
+/// adds its partial tile (alpha applied) as split_tile_arrive says. A chunk that stores gives its
+/// second count later: `stored` (thread 0's) keeps its counter until the next call or the block's
+/// end (wide_tile_stored), so the warpgroup does not wait for the stores to complete. A block gives
+/// it before it waits for another chunk's, so no two blocks wait for each other.
+__device__ __forceinline__ void wide_tile_stored(int*& stored) {
+  if (stored != nullptr) split_tile_stored(stored);
+  stored = nullptr;
+}
 __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
                                                 const float (&acc)[WideConfig::kPerRow][WideConfig::kPerCol],
-                                                unsigned char* out) {
+                                                unsigned char* out, int* counter, int*& stored) {
   using Cfg = WideConfig;
   constexpr int kPerRound = Cfg::kPerCol * Cfg::kOutCols / Cfg::kTileN;
   static_assert(Cfg::col_offset(kPerRound) == Cfg::kOutCols, "round q's accumulators are columns 64q … 64q + 63");
@@ -2444,6 +2456,9 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
   const float alpha = args.alpha;
   const bool upper = args.mask == OutputMask::Upper;
   const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
+  // Thread 0's: this chunk of a split tile adds its partial tile (split_tile_arrive).
+  if (threadIdx.x == 0) wide_tile_stored(stored);
+  const bool reduce = counter != nullptr && threadIdx.x == 0 && split_tile_arrive(counter);
 #pragma unroll
   for (int round = 0; round < Cfg::kTileN / Cfg::kOutCols; ++round) {
     const int round_col0 = col0 + round * Cfg::kOutCols;
@@ -2466,14 +2481,15 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int q = 0; q < Cfg::kOutCols / 32; ++q)
-        tma_store_tile(&maps.c, round_col0 + 32 * q, row0, out + q * Cfg::kOutBoxBytes);
+        tma_store_tile(&maps.c, round_col0 + 32 * q, row0, out + q * Cfg::kOutBoxBytes, reduce);
       tma_store_commit();
     }
   }
+  if (counter != nullptr && threadIdx.x == 0 && !reduce) stored = counter;
 }
 
 __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
-    structured_gemm_wide_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps, int item_count) {
+    structured_gemm_wide_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps, const int* offsets) {
   using Cfg = WideConfig;
   extern __shared__ __align__(1024) unsigned char dynamic_smem[];
   unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
@@ -2490,11 +2506,12 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     }
   }
   __syncthreads();  // the only block-wide barrier
+  const int first = offsets[blockIdx.x], last = offsets[blockIdx.x + 1];
   int stage = 0, round = 0;
   if (threadIdx.x >= Cfg::kThreads) {
     if (threadIdx.x != Cfg::kThreads) return;
 #pragma unroll 1
-    for (int i = blockIdx.x; i < item_count; i += gridDim.x) {
+    for (int i = first; i < last; ++i) {
       const GemmWorkItem item = args.items[i];
       const int row0 = item.tile_row * Cfg::kTile, col0 = item.tile_col * Cfg::kTileN;
 #pragma unroll 1
@@ -2512,8 +2529,9 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
   }
   const uint32_t a_rows = (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);  // this warpgroup's rows
   const bool signals = (threadIdx.x & 127) == 0;
+  int* stored = nullptr;  // thread 0's: the split tile whose stores it has yet to count (store_wide_tile)
 #pragma unroll 1
-  for (int i = blockIdx.x; i < item_count; i += gridDim.x) {
+  for (int i = first; i < last; ++i) {
     const GemmWorkItem item = args.items[i];
     float acc[Cfg::kPerRow][Cfg::kPerCol];
 #pragma unroll
@@ -2543,12 +2561,16 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     wgmma_fence_operands(acc);
     if (signals && released >= 0) mbarrier_arrive(empty + released);
     if (maps.has & kCStore)
-      store_wide_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, out);
-    else
+      store_wide_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, out,
+                      item.chunk_count > 1 ? args.counters + item.counter_index : nullptr, stored);
+    else  // (the plan without split tiles: wide_tile_plan's, WideSplit::Never)
       write_tile<Cfg, true>(args, item, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, last_chunk,
                             threadIdx.x);
   }
-  if (threadIdx.x == 0 && (maps.has & kCStore)) tma_store_wait_read();  // the boxes must outlive the stores' reads
+  if (threadIdx.x == 0 && (maps.has & kCStore)) {
+    wide_tile_stored(stored);
+    tma_store_wait_read();  // the boxes must outlive the stores' reads
+  }
 }
 
 // =============================================================================================
@@ -3097,6 +3119,85 @@ std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p) {
   return items;
 }
 
+// The model's cost of a wide item beyond its k-steps, in k-steps: its epilogue (128 KB of TMA
+// stores from the consumers' accumulators, about 2 µs against 0.66 µs per k-step on the H100).
+constexpr double kWideItemSteps = 3;
+// Auto cuts the last round's tiles only where no block gets more than this many tails. Measured
+// (H100, TF32, 2026-11-26; docs/structured_gemm.md, "The wide kernel's last round split"): one
+// tail per block (3072) and two (8192) were faster, eight (4096, 116 tiles' tails on 16 blocks)
+// slower by 2–7 %, though the model put it 2 % ahead.
+constexpr int64_t kWideTailsMost = 2;
+
+WidePlan wide_tile_plan(const GemmProblem& p, int sms, WideSplit split) {
+  SG_CHECK(sms > 0, "wide_tile_plan: needs sms > 0, got ", sms);
+  const std::vector<GemmWorkItem> tiles = wide_tile_items(p);
+  const int64_t count = static_cast<int64_t>(tiles.size());
+  const int blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(count, sms)));
+  auto steps = [](const GemmWorkItem& item) {
+    return std::max<int64_t>(0, (item.k_end - item.k_begin + WideConfig::kKStep - 1) / WideConfig::kKStep);
+  };
+  // Whole tiles, block b taking tiles b, b + blocks, …: the plan without split tiles.
+  WidePlan whole;
+  whole.offsets.push_back(0);
+  std::vector<double> loads(static_cast<size_t>(blocks), 0.0);
+  for (int b = 0; b < blocks; ++b) {
+    for (int64_t i = b; i < count; i += blocks) {
+      whole.items.push_back(tiles[static_cast<size_t>(i)]);
+      loads[static_cast<size_t>(b)] += static_cast<double>(steps(tiles[static_cast<size_t>(i)])) + kWideItemSteps;
+    }
+    whole.offsets.push_back(static_cast<int32_t>(whole.items.size()));
+  }
+  whole.makespan = whole.unsplit_makespan = *std::max_element(loads.begin(), loads.end());
+
+  // The last round split: where the tiles leave the last round part empty (rest of them), each of
+  // its tiles is cut at k-step c. Block b < rest runs the head [0, c) of tile rounds·blocks + b, as
+  // it would have run the whole tile; the tails [c, end) go to the blocks without a tile in that
+  // round, dealt in turn. So the heads run together at the same k, as whole rounds do (the L2 serves
+  // their operand panels to many blocks at once), and each tile is cut once: two chunks, which
+  // meet in C. c balances a head against the most tails a block gets. (A first form laid the
+  // last two rounds' k-steps end to end and gave each block an equal share: the blocks then ran at
+  // unrelated k, and the L2 no longer held what they shared; 4096 took 1.8 times as long.)
+  const int64_t rounds = count / blocks, rest = count % blocks;
+  const bool same_range = count > 0 && std::all_of(tiles.begin(), tiles.end(), [&](const GemmWorkItem& t) {
+    return t.k_begin == tiles[0].k_begin && t.k_end == tiles[0].k_end && t.k_end > t.k_begin;
+  });
+  const int64_t k_steps = count > 0 ? steps(tiles[0]) : 0;
+  if (split == WideSplit::Never || !same_range || rest == 0 || rounds < 1 || k_steps < 2) return whole;
+  const int64_t tails_most = (rest + (blocks - rest) - 1) / (blocks - rest);
+  if (split == WideSplit::Auto && tails_most > kWideTailsMost) return whole;
+  int64_t cut = 1;
+  double last_round = std::numeric_limits<double>::infinity();
+  for (int64_t c = 1; c < k_steps; ++c) {
+    const double load = std::max(static_cast<double>(c) + kWideItemSteps,
+                                 static_cast<double>(tails_most) * (static_cast<double>(k_steps - c) + kWideItemSteps));
+    if (load < last_round) last_round = load, cut = c;
+  }
+  WidePlan plan;
+  plan.unsplit_makespan = whole.makespan;
+  plan.split_tiles = static_cast<int>(rest);
+  plan.makespan = static_cast<double>(rounds) * (static_cast<double>(k_steps) + kWideItemSteps) + last_round;
+  plan.offsets.push_back(0);
+  const int32_t k_cut = static_cast<int32_t>(tiles[0].k_begin + cut * WideConfig::kKStep);
+  for (int b = 0; b < blocks; ++b) {
+    for (int64_t i = b; i < rounds * blocks; i += blocks) plan.items.push_back(tiles[static_cast<size_t>(i)]);
+    auto chunk = [&](int64_t j, int part) {  // part 0 of tile rounds·blocks + j: its head; 1: its tail
+      GemmWorkItem item = tiles[static_cast<size_t>(rounds * blocks + j)];
+      (part == 0 ? item.k_end : item.k_begin) = k_cut;
+      item.chunk = part;
+      item.chunk_count = 2;
+      item.counter_index = static_cast<int32_t>(j);
+      plan.items.push_back(item);
+    };
+    if (b < rest) chunk(b, 0);
+    else
+      for (int64_t j = b - rest; j < rest; j += blocks - rest) chunk(j, 1);
+    plan.offsets.push_back(static_cast<int32_t>(plan.items.size()));
+  }
+  // Auto: where the model's makespan is at least 2 % shorter for it, as the other planners' splits.
+  if (split == WideSplit::Auto && plan.makespan > 0.98 * whole.makespan) return whole;
+  return plan;
+}
+
 std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const GemmWorkPlan& plan) {
   SG_CHECK(p.mask == OutputMask::Upper && p.m == p.n,
            "items_with_mirror_zeros: needs a square product under an Upper mask, got ", p.m, "x", p.n);
@@ -3334,6 +3435,8 @@ std::atomic<int64_t> dmma_launch_count{0};
 std::atomic<int64_t> wide_launch_count{0};
 std::atomic<bool> current_wide_tma_store{true};
 std::atomic<int64_t> wide_tma_store_launch_count{0};
+std::atomic<int> current_wide_split{static_cast<int>(WideSplit::Auto)};
+std::atomic<int64_t> wide_split_launch_count{0};
 std::atomic<int> current_tall_tiles{static_cast<int>(TallTiles::Auto)};
 std::atomic<int64_t> tall_launch_count{0};
 
@@ -3357,10 +3460,17 @@ struct CachedPlan {
   std::unique_ptr<Storage> device_table;  // the work items, the arrival counters, the wide items
   const GemmWorkItem* items = nullptr;
   int* counters = nullptr;
-  // The wide kernel's items (wide_tile_items), for wgmma products whose operands are both
-  // outer-major Dense; empty otherwise.
+  // The wide kernel's tiles (wide_tile_items), for wgmma products whose operands are both
+  // outer-major Dense; empty otherwise. Its schedules (wide_tile_plan): `wide_split` with the
+  // split setting's last round cut in k (run where C takes TMA stores), `wide_whole` without; the
+  // second is not uploaded where the first has no split tile.
   std::vector<GemmWorkItem> wide;
-  const GemmWorkItem* wide_items = nullptr;
+  WidePlan wide_split, wide_whole;
+  const GemmWorkItem* wide_split_items = nullptr;
+  const int* wide_split_offsets = nullptr;
+  int* wide_counters = nullptr;  // one per split tile of wide_split, 0 between launches
+  const GemmWorkItem* wide_whole_items = nullptr;
+  const int* wide_whole_offsets = nullptr;
   // The plan's items without the tiles below the diagonal (items_with_mirror_zeros), for wgmma
   // products under an Upper mask; empty otherwise.
   std::vector<GemmWorkItem> mirrored;
@@ -3425,7 +3535,9 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
   const bool dmma = dtype == DType::Float32 && !tf32 && dmma_usable(device);
   const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
-                    int(dtype), device, int(schedule), int(tf32) + int(wgmma) + 4 * int(dmma) + 8 * int(fp32_loop() == Fp32Loop::Dmma)};
+                    int(dtype), device, int(schedule),
+                    int(tf32) + int(wgmma) + 4 * int(dmma) + 8 * int(fp32_loop() == Fp32Loop::Dmma) +
+                        16 * int(wide_split())};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);
@@ -3457,7 +3569,11 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const GemmWorkPlan& plan = entry->plan;
   const bool both_outer_major_dense =
       p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
-  if (wgmma && both_outer_major_dense) entry->wide = wide_tile_items(p);
+  if (wgmma && both_outer_major_dense) {
+    entry->wide = wide_tile_items(p);
+    entry->wide_split = wide_tile_plan(p, sms, wide_split());
+    if (entry->wide_split.split_tiles > 0) entry->wide_whole = wide_tile_plan(p, sms, WideSplit::Never);
+  }
   if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
   if (wgmma && tall_shape(p)) entry->tall = tall_tile_plan(p, sms);
 
@@ -3469,8 +3585,10 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     return (bytes + sizeof(GemmWorkItem) - 1) / sizeof(GemmWorkItem) * sizeof(GemmWorkItem);
   };
   const size_t wide_offset = aligned(item_bytes + counter_bytes);
-  const size_t wide_bytes = entry->wide.size() * sizeof(GemmWorkItem);
-  const size_t mirrored_offset = wide_offset + wide_bytes;
+  const size_t wide_bytes = entry->wide_split.items.size() * sizeof(GemmWorkItem);
+  const size_t wide_whole_offset = wide_offset + wide_bytes;
+  const size_t wide_whole_bytes = entry->wide_whole.items.size() * sizeof(GemmWorkItem);
+  const size_t mirrored_offset = wide_whole_offset + wide_whole_bytes;
   const size_t mirrored_bytes = entry->mirrored.size() * sizeof(GemmWorkItem);
   const size_t tall_offset = mirrored_offset + mirrored_bytes;
   const size_t tall_bytes = entry->tall.items.size() * sizeof(GemmWorkItem);
@@ -3478,8 +3596,15 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const size_t tall_offsets_bytes = entry->tall.offsets.size() * sizeof(int32_t);
   const size_t tall_counters_offset = tall_offsets_offset + tall_offsets_bytes;
   const size_t tall_counters_bytes = static_cast<size_t>(entry->tall.split_tiles) * sizeof(int);
+  // The wide schedules' offsets and counters (int32 each).
+  const size_t wide_offsets_offset = tall_counters_offset + tall_counters_bytes;
+  const size_t wide_offsets_bytes = entry->wide_split.offsets.size() * sizeof(int32_t);
+  const size_t wide_whole_offsets_offset = wide_offsets_offset + wide_offsets_bytes;
+  const size_t wide_whole_offsets_bytes = entry->wide_whole.offsets.size() * sizeof(int32_t);
+  const size_t wide_counters_offset = wide_whole_offsets_offset + wide_whole_offsets_bytes;
+  const size_t wide_counters_bytes = static_cast<size_t>(entry->wide_split.split_tiles) * sizeof(int);
   entry->device_table =
-      std::make_unique<Storage>(tall_counters_offset + tall_counters_bytes, Device(DeviceType::CUDA, device));
+      std::make_unique<Storage>(wide_counters_offset + wide_counters_bytes, Device(DeviceType::CUDA, device));
   auto* base = static_cast<char*>(entry->device_table->data);
   entry->items = reinterpret_cast<const GemmWorkItem*>(base);
   entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
@@ -3492,14 +3617,23 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
                                   cudaMemcpyHostToDevice, st));
     return reinterpret_cast<const GemmWorkItem*>(base + offset);
   };
-  entry->wide_items = upload(entry->wide, wide_offset);
+  auto upload_offsets = [&](const std::vector<int32_t>& offsets, size_t offset) -> const int* {
+    if (offsets.empty()) return nullptr;
+    SG_CUDA_CHECK(cudaMemcpyAsync(base + offset, offsets.data(), offsets.size() * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice, st));
+    return reinterpret_cast<const int*>(base + offset);
+  };
+  entry->wide_split_items = upload(entry->wide_split.items, wide_offset);
+  entry->wide_split_offsets = upload_offsets(entry->wide_split.offsets, wide_offsets_offset);
+  entry->wide_whole_items = upload(entry->wide_whole.items, wide_whole_offset);
+  entry->wide_whole_offsets = upload_offsets(entry->wide_whole.offsets, wide_whole_offsets_offset);
+  if (wide_counters_bytes > 0) {
+    SG_CUDA_CHECK(cudaMemsetAsync(base + wide_counters_offset, 0, wide_counters_bytes, st));
+    entry->wide_counters = reinterpret_cast<int*>(base + wide_counters_offset);
+  }
   entry->mirrored_items = upload(entry->mirrored, mirrored_offset);
   entry->tall_items = upload(entry->tall.items, tall_offset);
-  if (tall_offsets_bytes > 0) {
-    SG_CUDA_CHECK(cudaMemcpyAsync(base + tall_offsets_offset, entry->tall.offsets.data(), tall_offsets_bytes,
-                                  cudaMemcpyHostToDevice, st));
-    entry->tall_offsets = reinterpret_cast<const int*>(base + tall_offsets_offset);
-  }
+  entry->tall_offsets = upload_offsets(entry->tall.offsets, tall_offsets_offset);
   if (tall_counters_bytes > 0) {
     SG_CUDA_CHECK(cudaMemsetAsync(base + tall_counters_offset, 0, tall_counters_bytes, st));
     entry->tall_counters = reinterpret_cast<int*>(base + tall_counters_offset);
@@ -3689,20 +3823,30 @@ TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& 
   return {kernel, Cfg::kThreads, "structured_gemm_tma_kernel", nullptr};
 }
 
+/// Whether the wide kernel would run `cached`'s schedule with split tiles: it has one, and C takes
+/// TMA stores (encode_output_map's conditions; the split tiles meet in C by them).
+bool wide_split_runs(const GemmArgs<float>& args, const CachedPlan& cached) {
+  return cached.wide_split.split_tiles > 0 && wide_tma_store() && args.c_vector_ok &&
+         args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
+}
+
 /// Whether product `p`, with `items` wide-tile items, runs on the wide kernel (where both
 /// operands come directly and are Dense). Auto: where the persistent blocks' rounds of items
-/// are at least 80 % full (items ≥ 0.8 · rounds · SMs), and not under an Upper mask. Measured
-/// (H100, TF32, 1024 … 8192, 2026-11-23; docs/structured_gemm.md, "The wide kernel"):
+/// are at least 80 % full (items ≥ 0.8 · rounds · SMs) or its last round's tiles are cut (`split`,
+/// wide_split_runs), and not under an Upper mask. Measured (H100, TF32, 1024 … 8192, 2026-11-23;
+/// docs/structured_gemm.md, "The wide kernel"):
 /// - it won wherever that holds;
 /// - it lost where rounds were 55–69 % full: gram at 3072 and 4096, the Full products at 1024;
-/// - under an Upper mask (the dA of products with a Dense operand) it lost from 2560 on.
-bool wide_tiles_pay(const GemmProblem& p, size_t items, int device) {
+/// - under an Upper mask (the dA of products with a Dense operand) it lost from 2560 on;
+/// - with the last round cut (2026-11-26, "The wide kernel's last round split"): the Full products
+///   at 3072 (73 % full) 0.180 ms against 0.216–0.218 on the 128-tile kernels.
+bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, int device) {
   const WideTiles setting = wide_tiles();
   if (tf32_loop() != Tf32Loop::Auto || setting == WideTiles::Never) return false;
   if (setting == WideTiles::Always) return true;
   if (p.mask == OutputMask::Upper) return false;
   const size_t sms = static_cast<size_t>(sm_count(device)), rounds = (items + sms - 1) / sms;
-  return 10 * items >= 8 * rounds * sms;
+  return split || 10 * items >= 8 * rounds * sms;
 }
 
 /// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs
@@ -3761,6 +3905,13 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   // skip writing them (measured: docs/structured_gemm.md, "Stored zeros trusted").
   args.a.zeros_stored = a_copy != nullptr || p.a.zeros_stored;
   args.b.zeros_stored = b_copy != nullptr || p.b.zeros_stored;
+  args.c = static_cast<T*>(p.c_data);
+  args.ldc = p.ldc;
+  args.m = static_cast<int32_t>(p.m);
+  args.n = static_cast<int32_t>(p.n);
+  args.alpha = static_cast<T>(p.alpha);
+  args.mask = p.mask;
+  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % Cfg::kVec == 0;
   TmaMaps maps{};
   bool wide = false;  // the wide kernel's 128 × 256 tiles (its B maps have 256-row boxes)
   bool tall = false;  // the tall kernel's 256 × 128 tiles (its A map has 256-row boxes)
@@ -3772,8 +3923,8 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       const uint32_t b_wanted = tile_maps_wanted(args.b, p.k, outer_major_only);
       maps.has = a_wanted | b_wanted << 2;
       wide = maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All &&
-             args.b.pattern == Pattern::All && cached.wide_items != nullptr &&
-             wide_tiles_pay(p, cached.wide.size(), device);
+             args.b.pattern == Pattern::All && cached.wide_split_items != nullptr &&
+             wide_tiles_pay(p, cached.wide.size(), wide_split_runs(args, cached), device);
       tall = maps.has == (kADirect | kBRaw) && tall_pays(p, args.a, args.b, cached, device);
       const cuuint32_t a_rows = tall ? TallConfig::kTile : Cfg::kTile;
       const cuuint32_t b_rows = wide ? WideConfig::kTileN : Cfg::kTile;
@@ -3792,13 +3943,6 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
     }
   }
   const bool a_tma = maps.has & (kADirect | kARaw), b_tma = maps.has & (kBDirect | kBRaw);
-  args.c = static_cast<T*>(p.c_data);
-  args.ldc = p.ldc;
-  args.m = static_cast<int32_t>(p.m);
-  args.n = static_cast<int32_t>(p.n);
-  args.alpha = static_cast<T>(p.alpha);
-  args.mask = p.mask;
-  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % Cfg::kVec == 0;
   args.items = cached.items;
   args.counters = cached.counters;
   // Partial tiles from the caching allocator; freeing at scope end is safe because the next
@@ -3816,11 +3960,15 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
         maps.has |= kCStore;
         wide_tma_store_launch_count.fetch_add(1, std::memory_order_relaxed);
       }
-      args.items = cached.wide_items;
-      const int items = static_cast<int>(cached.wide.size());
-      const unsigned grid = static_cast<unsigned>(std::min(items, sm_count(device)));
+      // Split tiles meet in C by TMA stores and reductions; without those, the schedule without.
+      const bool split = cached.wide_split.split_tiles > 0, whole = split && !(maps.has & kCStore);
+      args.items = whole ? cached.wide_whole_items : cached.wide_split_items;
+      args.counters = cached.wide_counters;
+      const int* offsets = whole ? cached.wide_whole_offsets : cached.wide_split_offsets;
+      if (split && !whole) wide_split_launch_count.fetch_add(1, std::memory_order_relaxed);
+      const unsigned grid = static_cast<unsigned>((whole ? cached.wide_whole : cached.wide_split).offsets.size() - 1);
       structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
-                                    stream(device)>>>(args, maps, items);
+                                    stream(device)>>>(args, maps, offsets);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
       wide_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -4105,6 +4253,12 @@ void set_wide_tma_store(bool on) { current_wide_tma_store.store(on); }
 bool wide_tma_store() { return current_wide_tma_store.load(); }
 
 int64_t wide_tma_store_launches() { return wide_tma_store_launch_count.load(); }
+
+void set_wide_split(WideSplit setting) { current_wide_split.store(static_cast<int>(setting)); }
+
+WideSplit wide_split() { return static_cast<WideSplit>(current_wide_split.load()); }
+
+int64_t wide_split_launches() { return wide_split_launch_count.load(); }
 
 void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<int>(setting)); }
 

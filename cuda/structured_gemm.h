@@ -167,6 +167,35 @@ void set_wide_tma_store(bool on);
 bool wide_tma_store();
 /// Launches of the wide kernel with TMA stores since the process started (for the tests).
 int64_t wide_tma_store_launches();
+/// Whether the wide kernel splits the tiles of its last round. Its persistent blocks take the tiles
+/// in rounds of one per block; where the last round is part empty (512 tiles on 132 SMs: 3.9
+/// rounds), each of its tiles is cut in k, its head run where the whole tile was and its tail by a
+/// block that had none there; the two chunks meet in C (wide_tile_plan). Only where the tiles go out
+/// by TMA stores. Auto: where the model's makespan is at least 2 % shorter for it
+/// (docs/structured_gemm.md, "The wide kernel's last round split"); Never and Always for the tests
+/// and the benchmark's comparison.
+enum class WideSplit : uint8_t { Auto, Never, Always };
+void set_wide_split(WideSplit setting);
+WideSplit wide_split();
+/// Launches of the wide kernel with split tiles since the process started (for the tests).
+int64_t wide_split_launches();
+/// The wide kernel's schedule for `p` on `sms` blocks (blocks: min(tiles, sms)): block b runs
+/// items[offsets[b]] … items[offsets[b + 1] − 1]. Block b takes tiles b, b + blocks, … of
+/// wide_tile_items. With a split (`split` Always, or Auto where the model's makespan is 2 % shorter;
+/// only where every tile has the same non-empty k-range, there is a whole round, and the last is
+/// part empty), each tile of the last round is cut at one k-step for all: the head stays with its
+/// block, the tails are dealt in turn to the blocks without a tile in that round, and the cut
+/// balances a head against the most tails a block gets. The two chunks of a tile: chunk_count 2,
+/// counter_index their arrival counter. Model: a tile costs its k-steps plus a fixed epilogue cost.
+/// Pure host code.
+struct WidePlan {
+  std::vector<GemmWorkItem> items;
+  std::vector<int32_t> offsets;  // blocks + 1 of them
+  int split_tiles = 0;           // tiles cut into two chunks (arrival counters)
+  double makespan = 0;           // the model's largest load per block, in k-steps
+  double unsplit_makespan = 0;   // the same without the split
+};
+WidePlan wide_tile_plan(const GemmProblem& p, int sms, WideSplit split);
 /// Whether the register-B kernel's products whose operands hold their structural zeros (Dense, or
 /// GemmOperand::zeros_stored) and whose output takes TMA stores (16-byte aligned rows, mask not
 /// Symmetric) run on the tall kernel: 256 × 128 tiles, persistent, one block per SM, a four-stage

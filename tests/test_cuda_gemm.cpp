@@ -1166,12 +1166,75 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   cu::set_wide_tiles(cu::WideTiles::Auto);
 }
 
-TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreAtLeastFourFifthsFull) {
+TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) {
+  // The wide kernel with its last round's tiles cut in k (WideSplit::Always): Dense·Sym
+  // with 2.5 tiles per SM (rows 128 · (1.25 · SMs), 300 columns: two tile columns, the second
+  // partial; k = 300, a partial last k-step), relayout on, C poisoned, against the float64
+  // reference; then the same inputs launched eight times give the same bits (the split tiles'
+  // chunks meet in C as fl(P0 + P1) whichever ends first). With the 4-byte stores the plan without
+  // split tiles runs instead.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, symmetric{OperandKind::Symmetric, false};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Always);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  GemmProblem p = square(300, dense, symmetric, OutputMask::Full);
+  p.m = 128 * (sms + sms / 4);
+  p.tf32 = true;
+  cu::set_wide_tiles(cu::WideTiles::Always);
+  cu::set_wide_split(cu::WideSplit::Always);
+  GemmProblem planned = p;  // the wide kernel's problem: both operands outer-major Dense
+  planned.b = {OperandKind::Dense, true};
+  ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::WideSplit::Always).split_tiles, 0) << describe(p, sg::kFloat32);
+  std::mt19937_64 rng(31);
+  for (bool tma_store : {true, false}) {
+    cu::set_wide_tma_store(tma_store);
+    const int64_t wide = cu::wide_launches(), split = cu::wide_split_launches();
+    SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+    EXPECT_EQ(cu::wide_launches() - wide, 1) << describe(p, sg::kFloat32);
+    EXPECT_EQ(cu::wide_split_launches() - split, tma_store ? 1 : 0) << describe(p, sg::kFloat32);
+  }
+  cu::set_wide_tma_store(true);
+  std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
+  const auto opts = sg::TensorOptions().dtype(sg::kFloat32);
+  sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, opts).to(kCuda0);
+  sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, opts).to(kCuda0);
+  sg::Tensor out = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
+  p.a_data = a.data_ptr();
+  p.b_data = b.data_ptr();
+  p.c_data = out.data_ptr();
+  p.lda = p.k;
+  p.ldb = p.n;
+  p.ldc = p.n;
+  const int64_t split = cu::wide_split_launches();
+  std::vector<double> first;
+  for (int run = 0; run < 8; ++run) {
+    out.fill_(std::nan(""));
+    sg::detail::backend_for(kCuda0).gemm(p, sg::kFloat32);
+    const std::vector<double> values = out.to_vector();
+    if (run == 0) {
+      first = values;
+      EXPECT_TRUE(std::none_of(first.begin(), first.end(), [](double x) { return std::isnan(x); }));
+    } else {
+      ASSERT_EQ(values.size(), first.size());
+      EXPECT_EQ(std::memcmp(values.data(), first.data(), values.size() * sizeof(double)), 0)
+          << "launch " << run << " differs from the first";
+    }
+  }
+  EXPECT_EQ(cu::wide_split_launches() - split, 8);
+  cu::set_wide_split(cu::WideSplit::Auto);
+  cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
+TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRoundIsCut) {
   // Under Auto the wide kernel takes a product where its persistent blocks' rounds of items are
-  // at least 80 % full, except under an Upper mask. gram-shaped products, k = 100: under a
-  // Symmetric mask 2560 has 110 items (one round at 83 % on an H100's 132 SMs: wide) and 4000
-  // has 272 (three rounds at 69 %: not); under an Upper mask, 2560 stays off the wide kernel.
-  // Each matches the reference.
+  // at least 80 % full, or where its last round's tiles are cut (wide_tile_plan), except under an
+  // Upper mask. gram-shaped products, k = 100: under a Symmetric mask 2560 has 110 items (one
+  // round at 83 % on an H100's 132 SMs: wide) and 4000 has 272 (three rounds at 69 %, and no cut
+  // under a Symmetric mask, whose C takes no TMA stores: not); under an Upper mask, 2560 stays off
+  // the wide kernel. Then Dense·Sym (relaid) with 2.2 tiles per SM (three rounds at 73 %), whose
+  // last round is cut: wide. Each matches the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
@@ -1193,6 +1256,18 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreAtLeastFourFifthsFull) {
     wide += expected;
   }
   if (sms == 132) EXPECT_EQ(wide, 1) << "on an H100 SXM, the Symmetric product at 2560 only";
+  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  GemmProblem p = square(300, {OperandKind::Dense, false}, {OperandKind::Symmetric, false}, OutputMask::Full);
+  p.m = 128 * (sms + sms / 10);
+  GemmProblem planned = p;  // as the wide kernel gets it: B relaid, outer-major Dense
+  planned.b = {OperandKind::Dense, true};
+  const size_t items = cu::wide_tile_items(planned).size(), rounds = (items + sms - 1) / sms;
+  EXPECT_LT(10 * items, 8 * rounds * static_cast<size_t>(sms)) << items << " items on " << sms << " SMs";
+  ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::WideSplit::Auto).split_tiles, 0) << items << " items on " << sms << " SMs";
+  const int64_t before = cu::wide_launches(), split = cu::wide_split_launches();
+  SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+  EXPECT_EQ(cu::wide_launches() - before, 1) << describe(p, sg::kFloat32);
+  EXPECT_EQ(cu::wide_split_launches() - split, 1) << describe(p, sg::kFloat32);
 }
 
 using sg::detail::cuda::GemmSchedule;
@@ -1312,6 +1387,122 @@ TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInGroupsOfSixteenRows) {
           EXPECT_EQ(covered[static_cast<size_t>(i * cols + j)], below && mask == OutputMask::Symmetric ? 0 : 1)
               << "n = " << n << ", mask " << mask_name(mask) << ", tile (" << i << ", " << j << ")";
         }
+    }
+  }
+}
+
+TEST(CudaGemmPlanner, WidePlansCutTheLastRoundsTilesOnceAndDealTheirTails) {
+  // wide_tile_plan on 132 blocks. Without a split, block b runs tiles b, b + 132, … of
+  // wide_tile_items. With one, every block runs its tiles of the whole rounds in the same way; then
+  // each tile of the part-empty last round is cut once, at the same k for all (a multiple of 32):
+  // block b runs the head of that round's tile b, and the tails go to the blocks without a tile
+  // there, dealt in turn. Each tile covers [0, k) exactly once, as one item or as two chunks in two
+  // blocks that share an arrival counter. Auto splits where the model gains 2 % and no block gets
+  // more than two tails: 8192 (2048 tiles: 15.5 rounds, two tails at most), 3072 (288: one), not
+  // 4096 (512 tiles: 3.9 rounds, but 116 tails for 16 blocks; Always splits it), not 2048 (128
+  // tiles, one round), not where the rounds are full (4096 on 128 blocks), not under an Upper mask
+  // (tiles of zeros) even when forced. 21120 × 300 with k = 300: an odd last k-step, two tile
+  // columns.
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  struct Case {
+    GemmProblem p;
+    int sms;
+    bool auto_splits, can_split;
+  };
+  auto product = [&](int64_t m, int64_t n, int64_t k, OutputMask mask) {
+    GemmProblem p = square(m, dense, dense_t, mask);
+    p.n = n;
+    p.k = k;
+    return p;
+  };
+  const std::vector<Case> cases = {
+      {product(4096, 4096, 4096, OutputMask::Full), 132, false, true},
+      {product(8192, 8192, 8192, OutputMask::Full), 132, true, true},
+      {product(3072, 3072, 3072, OutputMask::Full), 132, true, true},
+      {product(2048, 2048, 2048, OutputMask::Full), 132, false, false},
+      {product(4096, 4096, 4096, OutputMask::Full), 128, false, false},
+      {product(4096, 4096, 4096, OutputMask::Upper), 132, false, false},
+      {product(4096, 4096, 4096, OutputMask::Symmetric), 132, true, true},  // 272 tiles on or above the diagonal
+      {product(128 * 165, 300, 300, OutputMask::Full), 132, true, true},
+  };
+  for (const Case& c : cases) {
+    const std::vector<GemmWorkItem> tiles = cu::wide_tile_items(c.p);
+    const int64_t count = static_cast<int64_t>(tiles.size());
+    const int blocks = static_cast<int>(std::min<int64_t>(count, c.sms));
+    const int64_t rounds = count / blocks, rest = count % blocks;
+    for (cu::WideSplit mode : {cu::WideSplit::Never, cu::WideSplit::Auto, cu::WideSplit::Always}) {
+      const cu::WidePlan plan = cu::wide_tile_plan(c.p, c.sms, mode);
+      const std::string what = describe(c.p, sg::kFloat32) + " on " + std::to_string(c.sms) + " blocks, split " +
+                               std::to_string(int(mode));
+      const bool split = mode == cu::WideSplit::Always ? c.can_split : mode == cu::WideSplit::Auto && c.auto_splits;
+      EXPECT_EQ(plan.split_tiles, split ? rest : 0) << what;
+      ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(blocks) + 1) << what;
+      EXPECT_EQ(plan.offsets.front(), 0) << what;
+      EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
+      const int64_t whole_tiles = split ? rounds * blocks : count;
+      std::map<std::pair<int, int>, std::vector<std::pair<int, GemmWorkItem>>> by_tile;  // (block, chunk)
+      std::set<int32_t> cuts;
+      double makespan = 0;
+      for (int b = 0; b < blocks; ++b) {
+        ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
+        int64_t whole = 0;
+        double load = 0;
+        for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
+          const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
+          load += static_cast<double>((item.k_end - item.k_begin + 31) / 32) + 3.0;
+          const int64_t tile = b + whole * blocks;  // the tile this block's next whole item must be
+          if (tile < whole_tiles) {
+            ASSERT_EQ(item.tile_row, tiles[static_cast<size_t>(tile)].tile_row) << what << ", block " << b;
+            ASSERT_EQ(item.tile_col, tiles[static_cast<size_t>(tile)].tile_col) << what << ", block " << b;
+            EXPECT_EQ(item.chunk_count, 1) << what;
+            ++whole;
+          } else {
+            ASSERT_EQ(item.chunk_count, 2) << what << ", block " << b;
+            // Heads in the blocks with a tile in the last round (its own), tails in the others.
+            EXPECT_EQ(item.chunk, b < rest ? 0 : 1) << what << ", block " << b;
+            if (item.chunk == 0) {
+              EXPECT_EQ(item.tile_row, tiles[static_cast<size_t>(tile)].tile_row) << what << ", block " << b;
+              EXPECT_EQ(item.tile_col, tiles[static_cast<size_t>(tile)].tile_col) << what << ", block " << b;
+              cuts.insert(item.k_end);
+            }
+          }
+          by_tile[{item.tile_row, item.tile_col}].push_back({b, item});
+        }
+        EXPECT_EQ(whole, whole_tiles / blocks + (b < whole_tiles % blocks ? 1 : 0)) << what << ", block " << b;
+        makespan = std::max(makespan, load);
+      }
+      EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
+      if (split) {
+        EXPECT_EQ(cuts.size(), 1u) << what << ": the heads end at one k";
+        EXPECT_LT(plan.makespan, plan.unsplit_makespan) << what;
+        if (mode == cu::WideSplit::Auto) EXPECT_LE(plan.makespan, 0.98 * plan.unsplit_makespan) << what;
+      }
+      ASSERT_EQ(by_tile.size(), tiles.size()) << what;
+      std::set<int> counters;
+      for (const GemmWorkItem& tile : tiles) {
+        auto chunks = by_tile[{tile.tile_row, tile.tile_col}];
+        std::sort(chunks.begin(), chunks.end(),
+                  [](const auto& x, const auto& y) { return x.second.k_begin < y.second.k_begin; });
+        ASSERT_TRUE(chunks.size() == 1 || chunks.size() == 2) << what;
+        EXPECT_EQ(chunks.front().second.k_begin, tile.k_begin) << what;
+        EXPECT_EQ(chunks.back().second.k_end, tile.k_end) << what;
+        if (chunks.size() == 1) {
+          EXPECT_EQ(chunks[0].second.chunk_count, 1) << what;
+          continue;
+        }
+        const GemmWorkItem &head = chunks[0].second, &tail = chunks[1].second;
+        EXPECT_NE(chunks[0].first, chunks[1].first) << what << ": both chunks in one block";
+        EXPECT_EQ(head.chunk, 0) << what;
+        EXPECT_EQ(tail.chunk, 1) << what;
+        EXPECT_EQ(head.k_end, tail.k_begin) << what;
+        EXPECT_LT(head.k_begin, head.k_end) << what;
+        EXPECT_LT(tail.k_begin, tail.k_end) << what;
+        EXPECT_EQ((head.k_end - tile.k_begin) % 32, 0) << what;
+        EXPECT_EQ(head.counter_index, tail.counter_index) << what;
+        EXPECT_TRUE(head.counter_index >= 0 && head.counter_index < plan.split_tiles) << what;
+        EXPECT_TRUE(counters.insert(head.counter_index).second) << what << ": a counter twice";
+      }
+      EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
     }
   }
 }
