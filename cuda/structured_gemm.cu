@@ -3455,22 +3455,26 @@ bool tall_shape(const GemmProblem& p) {
 /// kernel.
 bool full_tma(Tf32Loop loop) { return loop == Tf32Loop::Auto || loop == Tf32Loop::WgmmaBarrierPerStep; }
 
+/// A BlockPlan in the device table (cached_plan): its items, its offsets and its arrival counters
+/// (zeroed, and 0 again after each launch); null where the plan has none.
+struct DeviceBlockPlan {
+  const GemmWorkItem* items = nullptr;
+  const int* offsets = nullptr;
+  int* counters = nullptr;
+};
+
 struct CachedPlan {
   GemmWorkPlan plan;
-  std::unique_ptr<Storage> device_table;  // the work items, the arrival counters, the wide items
+  std::unique_ptr<Storage> device_table;  // every item list, offsets and counters below (cached_plan)
   const GemmWorkItem* items = nullptr;
   int* counters = nullptr;
-  // The wide kernel's tiles (wide_tile_items), for wgmma products whose operands are both
-  // outer-major Dense; empty otherwise. Its schedules (wide_tile_plan): `wide_split` with the
-  // split setting's last round cut in k (run where C takes TMA stores), `wide_whole` without; the
-  // second is not uploaded where the first has no split tile.
-  std::vector<GemmWorkItem> wide;
+  // The wide kernel's tile count (wide_tile_items), for wgmma products whose operands are both
+  // outer-major Dense; 0 otherwise. Its schedules (wide_tile_plan): `wide_split` with the split
+  // setting's last round cut in k (run where C takes TMA stores), `wide_whole` without; the second
+  // is left empty where the first has no split tile.
+  size_t wide_tiles = 0;
   WidePlan wide_split, wide_whole;
-  const GemmWorkItem* wide_split_items = nullptr;
-  const int* wide_split_offsets = nullptr;
-  int* wide_counters = nullptr;  // one per split tile of wide_split, 0 between launches
-  const GemmWorkItem* wide_whole_items = nullptr;
-  const int* wide_whole_offsets = nullptr;
+  DeviceBlockPlan wide_split_on_device, wide_whole_on_device;
   // The plan's items without the tiles below the diagonal (items_with_mirror_zeros), for wgmma
   // products under an Upper mask; empty otherwise.
   std::vector<GemmWorkItem> mirrored;
@@ -3478,9 +3482,7 @@ struct CachedPlan {
   // The tall kernel's schedule (tall_tile_plan), for wgmma products of the register-B kernel's
   // shape (tall_shape); empty otherwise.
   TallPlan tall;
-  const GemmWorkItem* tall_items = nullptr;
-  const int* tall_offsets = nullptr;
-  int* tall_counters = nullptr;  // one per split tile of the tall schedule, 0 between launches
+  DeviceBlockPlan tall_on_device;
 };
 
 struct PlanCache {
@@ -3570,74 +3572,52 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const bool both_outer_major_dense =
       p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
   if (wgmma && both_outer_major_dense) {
-    entry->wide = wide_tile_items(p);
+    entry->wide_tiles = wide_tile_items(p).size();
     entry->wide_split = wide_tile_plan(p, sms, wide_split());
     if (entry->wide_split.split_tiles > 0) entry->wide_whole = wide_tile_plan(p, sms, WideSplit::Never);
   }
   if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
   if (wgmma && tall_shape(p)) entry->tall = tall_tile_plan(p, sms);
 
-  // Upload once: items, counters (zeroed), then the other item lists; the host vectors stay in
-  // the entry, so they outlive the asynchronous copies.
-  const size_t item_bytes = plan.items.size() * sizeof(GemmWorkItem);
-  const size_t counter_bytes = static_cast<size_t>(plan.split_tiles) * sizeof(int);
-  auto aligned = [](size_t bytes) {
-    return (bytes + sizeof(GemmWorkItem) - 1) / sizeof(GemmWorkItem) * sizeof(GemmWorkItem);
-  };
-  const size_t wide_offset = aligned(item_bytes + counter_bytes);
-  const size_t wide_bytes = entry->wide_split.items.size() * sizeof(GemmWorkItem);
-  const size_t wide_whole_offset = wide_offset + wide_bytes;
-  const size_t wide_whole_bytes = entry->wide_whole.items.size() * sizeof(GemmWorkItem);
-  const size_t mirrored_offset = wide_whole_offset + wide_whole_bytes;
-  const size_t mirrored_bytes = entry->mirrored.size() * sizeof(GemmWorkItem);
-  const size_t tall_offset = mirrored_offset + mirrored_bytes;
-  const size_t tall_bytes = entry->tall.items.size() * sizeof(GemmWorkItem);
-  const size_t tall_offsets_offset = tall_offset + tall_bytes;
-  const size_t tall_offsets_bytes = entry->tall.offsets.size() * sizeof(int32_t);
-  const size_t tall_counters_offset = tall_offsets_offset + tall_offsets_bytes;
-  const size_t tall_counters_bytes = static_cast<size_t>(entry->tall.split_tiles) * sizeof(int);
-  // The wide schedules' offsets and counters (int32 each).
-  const size_t wide_offsets_offset = tall_counters_offset + tall_counters_bytes;
-  const size_t wide_offsets_bytes = entry->wide_split.offsets.size() * sizeof(int32_t);
-  const size_t wide_whole_offsets_offset = wide_offsets_offset + wide_offsets_bytes;
-  const size_t wide_whole_offsets_bytes = entry->wide_whole.offsets.size() * sizeof(int32_t);
-  const size_t wide_counters_offset = wide_whole_offsets_offset + wide_whole_offsets_bytes;
-  const size_t wide_counters_bytes = static_cast<size_t>(entry->wide_split.split_tiles) * sizeof(int);
-  entry->device_table =
-      std::make_unique<Storage>(wide_counters_offset + wide_counters_bytes, Device(DeviceType::CUDA, device));
-  auto* base = static_cast<char*>(entry->device_table->data);
-  entry->items = reinterpret_cast<const GemmWorkItem*>(base);
-  entry->counters = counter_bytes > 0 ? reinterpret_cast<int*>(base + item_bytes) : nullptr;
+  // Upload once into one device table: the plan's items and counters (zeroed), then the other
+  // lists. lay_out runs twice with the same calls: first to size the table (base null), then to
+  // fill it. The host vectors stay in the entry, so they outlive the asynchronous copies.
   const cudaStream_t st = stream(device);
-  SG_CUDA_CHECK(cudaMemcpyAsync(base, plan.items.data(), item_bytes, cudaMemcpyHostToDevice, st));
-  if (counter_bytes > 0) SG_CUDA_CHECK(cudaMemsetAsync(base + item_bytes, 0, counter_bytes, st));
-  auto upload = [&](const std::vector<GemmWorkItem>& items, size_t offset) -> const GemmWorkItem* {
-    if (items.empty()) return nullptr;
-    SG_CUDA_CHECK(cudaMemcpyAsync(base + offset, items.data(), items.size() * sizeof(GemmWorkItem),
-                                  cudaMemcpyHostToDevice, st));
-    return reinterpret_cast<const GemmWorkItem*>(base + offset);
+  char* base = nullptr;
+  size_t used = 0;
+  auto place = [&](const void* host, size_t bytes) -> void* {  // host null: zeros
+    if (bytes == 0) return nullptr;
+    const size_t at = used;
+    used = (used + bytes + 15) / 16 * 16;
+    if (base == nullptr) return nullptr;
+    if (host == nullptr) SG_CUDA_CHECK(cudaMemsetAsync(base + at, 0, bytes, st));
+    else SG_CUDA_CHECK(cudaMemcpyAsync(base + at, host, bytes, cudaMemcpyHostToDevice, st));
+    return base + at;
   };
-  auto upload_offsets = [&](const std::vector<int32_t>& offsets, size_t offset) -> const int* {
-    if (offsets.empty()) return nullptr;
-    SG_CUDA_CHECK(cudaMemcpyAsync(base + offset, offsets.data(), offsets.size() * sizeof(int32_t),
-                                  cudaMemcpyHostToDevice, st));
-    return reinterpret_cast<const int*>(base + offset);
+  auto items_of = [&](const std::vector<GemmWorkItem>& items) {
+    return static_cast<const GemmWorkItem*>(place(items.data(), items.size() * sizeof(GemmWorkItem)));
   };
-  entry->wide_split_items = upload(entry->wide_split.items, wide_offset);
-  entry->wide_split_offsets = upload_offsets(entry->wide_split.offsets, wide_offsets_offset);
-  entry->wide_whole_items = upload(entry->wide_whole.items, wide_whole_offset);
-  entry->wide_whole_offsets = upload_offsets(entry->wide_whole.offsets, wide_whole_offsets_offset);
-  if (wide_counters_bytes > 0) {
-    SG_CUDA_CHECK(cudaMemsetAsync(base + wide_counters_offset, 0, wide_counters_bytes, st));
-    entry->wide_counters = reinterpret_cast<int*>(base + wide_counters_offset);
-  }
-  entry->mirrored_items = upload(entry->mirrored, mirrored_offset);
-  entry->tall_items = upload(entry->tall.items, tall_offset);
-  entry->tall_offsets = upload_offsets(entry->tall.offsets, tall_offsets_offset);
-  if (tall_counters_bytes > 0) {
-    SG_CUDA_CHECK(cudaMemsetAsync(base + tall_counters_offset, 0, tall_counters_bytes, st));
-    entry->tall_counters = reinterpret_cast<int*>(base + tall_counters_offset);
-  }
+  auto counters_of = [&](int count) { return static_cast<int*>(place(nullptr, static_cast<size_t>(count) * sizeof(int))); };
+  auto block_plan = [&](const BlockPlan& b) {
+    DeviceBlockPlan on_device;
+    on_device.items = items_of(b.items);
+    on_device.offsets = static_cast<const int*>(place(b.offsets.data(), b.offsets.size() * sizeof(int32_t)));
+    on_device.counters = counters_of(b.split_tiles);
+    return on_device;
+  };
+  auto lay_out = [&] {
+    entry->items = items_of(plan.items);
+    entry->counters = counters_of(plan.split_tiles);
+    entry->wide_split_on_device = block_plan(entry->wide_split);
+    entry->wide_whole_on_device = block_plan(entry->wide_whole);
+    entry->mirrored_items = items_of(entry->mirrored);
+    entry->tall_on_device = block_plan(entry->tall);
+  };
+  lay_out();
+  entry->device_table = std::make_unique<Storage>(used, Device(DeviceType::CUDA, device));
+  base = static_cast<char*>(entry->device_table->data);
+  used = 0;
+  lay_out();
   return *cache.plans.emplace(key, std::move(entry)).first->second;
 }
 
@@ -3726,8 +3706,14 @@ bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtenso
 /// kernel's 64) rows × 32 columns with
 /// the 128-byte swizzle, for store_tile_by_tma. False where TMA cannot write C (16-byte aligned
 /// rows needed) or where the mask is Symmetric (its mirror writes go outside the tile).
+/// Whether C can take TMA stores: 16-byte aligned rows, a mask other than Symmetric (whose mirror
+/// the kernels write with their own stores), and the driver's tensor-map encoder.
+bool output_map_possible(const GemmArgs<float>& args) {
+  return args.c_vector_ok && args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
+}
+
 bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map, cuuint32_t box_rows = ConfigTf32Wgmma::kTile) {
-  if (!args.c_vector_ok || args.mask == OutputMask::Symmetric || tensor_map_encoder() == nullptr) return false;
+  if (!output_map_possible(args)) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(args.n), static_cast<cuuint64_t>(args.m)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(args.ldc) * sizeof(float)};
   const cuuint32_t box[2] = {32, box_rows};
@@ -3824,10 +3810,9 @@ TmaKernel tma_kernel_for(const OperandView<float>& a, const OperandView<float>& 
 }
 
 /// Whether the wide kernel would run `cached`'s schedule with split tiles: it has one, and C takes
-/// TMA stores (encode_output_map's conditions; the split tiles meet in C by them).
+/// TMA stores (the split tiles meet in C by them).
 bool wide_split_runs(const GemmArgs<float>& args, const CachedPlan& cached) {
-  return cached.wide_split.split_tiles > 0 && wide_tma_store() && args.c_vector_ok &&
-         args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
+  return cached.wide_split.split_tiles > 0 && wide_tma_store() && output_map_possible(args);
 }
 
 /// Whether product `p`, with `items` wide-tile items, runs on the wide kernel (where both
@@ -3865,7 +3850,8 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, int device) 
 bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandView<float>& b, const CachedPlan& cached,
                int device) {
   const TallTiles setting = tall_tiles();
-  if (setting == TallTiles::Never || tf32_loop() != Tf32Loop::Auto || !register_b_on() || cached.tall_items == nullptr)
+  if (setting == TallTiles::Never || tf32_loop() != Tf32Loop::Auto || !register_b_on() ||
+      cached.tall_on_device.items == nullptr)
     return false;
   const bool zeros = (a.pattern == Pattern::All || a.zeros_stored) && (b.pattern == Pattern::All || b.zeros_stored);
   const bool c_aligned = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0;
@@ -3923,8 +3909,8 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       const uint32_t b_wanted = tile_maps_wanted(args.b, p.k, outer_major_only);
       maps.has = a_wanted | b_wanted << 2;
       wide = maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All &&
-             args.b.pattern == Pattern::All && cached.wide_split_items != nullptr &&
-             wide_tiles_pay(p, cached.wide.size(), wide_split_runs(args, cached), device);
+             args.b.pattern == Pattern::All && cached.wide_split_on_device.items != nullptr &&
+             wide_tiles_pay(p, cached.wide_tiles, wide_split_runs(args, cached), device);
       tall = maps.has == (kADirect | kBRaw) && tall_pays(p, args.a, args.b, cached, device);
       const cuuint32_t a_rows = tall ? TallConfig::kTile : Cfg::kTile;
       const cuuint32_t b_rows = wide ? WideConfig::kTileN : Cfg::kTile;
@@ -3962,13 +3948,13 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       }
       // Split tiles meet in C by TMA stores and reductions; without those, the schedule without.
       const bool split = cached.wide_split.split_tiles > 0, whole = split && !(maps.has & kCStore);
-      args.items = whole ? cached.wide_whole_items : cached.wide_split_items;
-      args.counters = cached.wide_counters;
-      const int* offsets = whole ? cached.wide_whole_offsets : cached.wide_split_offsets;
+      const DeviceBlockPlan& on_device = whole ? cached.wide_whole_on_device : cached.wide_split_on_device;
+      args.items = on_device.items;
+      args.counters = on_device.counters;
       if (split && !whole) wide_split_launch_count.fetch_add(1, std::memory_order_relaxed);
       const unsigned grid = static_cast<unsigned>((whole ? cached.wide_whole : cached.wide_split).offsets.size() - 1);
       structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
-                                    stream(device)>>>(args, maps, offsets);
+                                    stream(device)>>>(args, maps, on_device.offsets);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
       wide_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -3977,11 +3963,11 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       SG_CHECK(encode_output_map(args, &maps.c, TallConfig::kOutRows), "structured gemm: the tall kernel's output map");
       maps.has |= kCStore;
       if (encode_raw_block_map(args.b, p.k, &maps.b_raw)) maps.has |= kBRawBlocks;
-      args.items = cached.tall_items;
-      args.counters = cached.tall_counters;
+      args.items = cached.tall_on_device.items;
+      args.counters = cached.tall_on_device.counters;
       const int sms = static_cast<int>(cached.tall.offsets.size()) - 1;
       structured_gemm_tall_kernel<<<static_cast<unsigned>(sms), TallConfig::kThreads,
-                                    TallConfig::kDynamicSmem, stream(device)>>>(args, maps, cached.tall_offsets);
+                                    TallConfig::kDynamicSmem, stream(device)>>>(args, maps, cached.tall_on_device.offsets);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_tall_kernel");
       tall_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;

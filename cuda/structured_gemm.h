@@ -167,6 +167,15 @@ void set_wide_tma_store(bool on);
 bool wide_tma_store();
 /// Launches of the wide kernel with TMA stores since the process started (for the tests).
 int64_t wide_tma_store_launches();
+/// A schedule of the persistent kernels (wide and tall): block b runs items[offsets[b]] …
+/// items[offsets[b + 1] − 1]; a tile in two chunks (chunk_count 2) has the arrival counter
+/// counter_index, one of split_tiles. Pure host data.
+struct BlockPlan {
+  std::vector<GemmWorkItem> items;
+  std::vector<int32_t> offsets;  // blocks + 1 of them
+  int split_tiles = 0;           // tiles cut into two chunks (arrival counters)
+  double makespan = 0;           // the model's largest load per block, in k-steps
+};
 /// Whether the wide kernel splits the tiles of its last round. Its persistent blocks take the tiles
 /// in rounds of one per block; where the last round is part empty (512 tiles on 132 SMs: 3.9
 /// rounds), each of its tiles is cut in k, its head run where the whole tile was and its tail by a
@@ -188,12 +197,8 @@ int64_t wide_split_launches();
 /// balances a head against the most tails a block gets. The two chunks of a tile: chunk_count 2,
 /// counter_index their arrival counter. Model: a tile costs its k-steps plus a fixed epilogue cost.
 /// Pure host code.
-struct WidePlan {
-  std::vector<GemmWorkItem> items;
-  std::vector<int32_t> offsets;  // blocks + 1 of them
-  int split_tiles = 0;           // tiles cut into two chunks (arrival counters)
-  double makespan = 0;           // the model's largest load per block, in k-steps
-  double unsplit_makespan = 0;   // the same without the split
+struct WidePlan : BlockPlan {
+  double unsplit_makespan = 0;  // the model's makespan without the split
 };
 WidePlan wide_tile_plan(const GemmProblem& p, int sms, WideSplit split);
 /// Whether the register-B kernel's products whose operands hold their structural zeros (Dense, or
@@ -216,13 +221,9 @@ int64_t tall_launches();
 /// (chunk_count 2, counter_index their arrival counter): the first chunk to finish stores its
 /// partial tile, the second adds its own to it by TMA reductions, so the sum is the same in either
 /// order. Pure host code.
-struct TallPlan {
-  std::vector<GemmWorkItem> items;
-  std::vector<int32_t> offsets;  // sms + 1 of them
-  int64_t compute_tiles = 0;     // tiles with a k-range
-  int split_tiles = 0;           // tiles cut into two chunks (arrival counters)
-  double makespan = 0;           // the model's largest load per block, in k-steps
-  double mean_load = 0;          // the unsplit tiles' load per block
+struct TallPlan : BlockPlan {
+  int64_t compute_tiles = 0;  // tiles with a k-range
+  double mean_load = 0;       // the unsplit tiles' load per block
 };
 TallPlan tall_tile_plan(const GemmProblem& p, int sms);
 

@@ -807,6 +807,40 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
   expect_tall_cases(cases, rng);
 }
 
+/// Runs `p` (float32; A and B packed row-major, random values with the operands' invariants)
+/// `launches` times on the same inputs, C poisoned with NaN before each launch, and expects no NaN
+/// and the same bits each time: tiles split in two chunks meet in C as fl(P0 + P1) whichever chunk
+/// ends first (split_tile_arrive), so the order the chunks end in must not show.
+void expect_the_same_bits_each_launch(GemmProblem p, std::mt19937_64& rng, int launches, const std::string& what) {
+  std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
+  fill_outside_structure(p.a, p.m, p.k, p.k, a_values);
+  fill_outside_structure(p.b, p.k, p.n, p.n, b_values);
+  const auto opts = sg::TensorOptions().dtype(sg::kFloat32);
+  sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, opts).to(kCuda0);
+  sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, opts).to(kCuda0);
+  sg::Tensor out = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
+  p.a_data = a.data_ptr();
+  p.b_data = b.data_ptr();
+  p.c_data = out.data_ptr();
+  p.lda = p.k;
+  p.ldb = p.n;
+  p.ldc = p.n;
+  std::vector<double> first;  // float32 values, exactly
+  for (int run = 0; run < launches; ++run) {
+    out.fill_(std::nan(""));
+    sg::detail::backend_for(kCuda0).gemm(p, sg::kFloat32);
+    const std::vector<double> values = out.to_vector();
+    if (run == 0) {
+      first = values;
+      EXPECT_TRUE(std::none_of(first.begin(), first.end(), [](double x) { return std::isnan(x); })) << what;
+    } else {
+      ASSERT_EQ(values.size(), first.size());
+      EXPECT_EQ(std::memcmp(values.data(), first.data(), values.size() * sizeof(double)), 0)
+          << what << ": launch " << run << " differs from the first";
+    }
+  }
+}
+
 TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
   // A tile split in two chunks meets in C by the first chunk's TMA store and the second's TMA
   // reduction, fl(P0 + P1) whichever ends first (split_tile_arrive): repeated launches on the same
@@ -833,17 +867,7 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
     p.tf32 = true;
     const std::string what = describe(p, sg::kFloat32) + (c.tall ? ", tall kernel" : ", register-B kernel");
     cu::set_tall_tiles(c.tall ? cu::TallTiles::Always : cu::TallTiles::Never);
-    std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
-    fill_outside_structure(p.a, p.m, p.k, p.k, a_values);
-    fill_outside_structure(p.b, p.k, p.n, p.n, b_values);
-    const auto opts = sg::TensorOptions().dtype(sg::kFloat32);
-    sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, opts).to(kCuda0);
-    sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, opts).to(kCuda0);
-    sg::Tensor out = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
-    p.a_data = a.data_ptr();
-    p.b_data = b.data_ptr();
-    p.c_data = out.data_ptr();
-    p.lda = p.k;
+    p.lda = p.k;  // packed, as expect_the_same_bits_each_launch stores the operands (the plan checks them)
     p.ldb = p.n;
     p.ldc = p.n;
     if (c.tall) {
@@ -854,21 +878,8 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
                               [](const cu::GemmWorkItem& item) { return item.chunk_count == 2; }))
           << what;
     }
-    std::vector<double> first;  // float32 values, exactly
     const int64_t tall = cu::tall_launches(), register_b = cu::register_b_launches();
-    for (int run = 0; run < 8; ++run) {
-      out.fill_(std::nan(""));
-      sg::detail::backend_for(kCuda0).gemm(p, sg::kFloat32);
-      const std::vector<double> values = out.to_vector();
-      if (run == 0) {
-        first = values;
-        EXPECT_TRUE(std::none_of(first.begin(), first.end(), [](double x) { return std::isnan(x); })) << what;
-      } else {
-        ASSERT_EQ(values.size(), first.size());
-        EXPECT_EQ(std::memcmp(values.data(), first.data(), values.size() * sizeof(double)), 0)
-            << what << ": launch " << run << " differs from the first";
-      }
-    }
+    expect_the_same_bits_each_launch(p, rng, 8, what);
     EXPECT_EQ(cu::tall_launches() - tall, c.tall ? 8 : 0) << what;
     EXPECT_EQ(cu::register_b_launches() - register_b, c.tall ? 0 : 8) << what;
   }
@@ -1196,32 +1207,8 @@ TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) 
     EXPECT_EQ(cu::wide_split_launches() - split, tma_store ? 1 : 0) << describe(p, sg::kFloat32);
   }
   cu::set_wide_tma_store(true);
-  std::vector<double> a_values = random_values(p.m * p.k, rng), b_values = random_values(p.k * p.n, rng);
-  const auto opts = sg::TensorOptions().dtype(sg::kFloat32);
-  sg::Tensor a = sg::from_vector(a_values, {p.m, p.k}, opts).to(kCuda0);
-  sg::Tensor b = sg::from_vector(b_values, {p.k, p.n}, opts).to(kCuda0);
-  sg::Tensor out = sg::Tensor::empty({p.m, p.n}, opts.device(kCuda0));
-  p.a_data = a.data_ptr();
-  p.b_data = b.data_ptr();
-  p.c_data = out.data_ptr();
-  p.lda = p.k;
-  p.ldb = p.n;
-  p.ldc = p.n;
   const int64_t split = cu::wide_split_launches();
-  std::vector<double> first;
-  for (int run = 0; run < 8; ++run) {
-    out.fill_(std::nan(""));
-    sg::detail::backend_for(kCuda0).gemm(p, sg::kFloat32);
-    const std::vector<double> values = out.to_vector();
-    if (run == 0) {
-      first = values;
-      EXPECT_TRUE(std::none_of(first.begin(), first.end(), [](double x) { return std::isnan(x); }));
-    } else {
-      ASSERT_EQ(values.size(), first.size());
-      EXPECT_EQ(std::memcmp(values.data(), first.data(), values.size() * sizeof(double)), 0)
-          << "launch " << run << " differs from the first";
-    }
-  }
+  expect_the_same_bits_each_launch(p, rng, 8, describe(p, sg::kFloat32));
   EXPECT_EQ(cu::wide_split_launches() - split, 8);
   cu::set_wide_split(cu::WideSplit::Auto);
   cu::set_wide_tiles(cu::WideTiles::Auto);
