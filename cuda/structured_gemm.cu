@@ -463,6 +463,13 @@ __device__ __forceinline__ void tma_store_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 #endif
 }
+/// Waits until every bulk async-group of the thread but the latest has read its shared memory
+/// (commits nothing: the caller's groups are its rounds).
+__device__ __forceinline__ void tma_store_wait_read_all_but_latest() {
+#if SG_HAS_WGMMA
+  asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+#endif
+}
 /// Closes the thread's bulk async-group and waits until its stores have read their shared memory
 /// (the block may then leave; the writes complete on their own).
 __device__ __forceinline__ void tma_store_wait_read() {
@@ -2425,18 +2432,21 @@ struct WideConfig : ConfigTf32Wgmma {
   static constexpr int kPerCol = kTileN / 4;
   static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
   // The epilogue's buffer (store_wide_tile): two boxes of 128 rows × 32 columns of the output map,
-  // a quarter of the tile per round.
-  static constexpr int kOutCols = 64, kOutBoxBytes = kTile * 32 * 4, kOutBytes = kOutCols / 32 * kOutBoxBytes;
+  // one per round, in turn.
+  static constexpr int kOutCols = 32, kOutBoxBytes = kTile * kOutCols * 4, kOutBytes = 2 * kOutBoxBytes;
   static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
 };
 static_assert(WideConfig::kDynamicSmem <= 227 * 1024, "the wide ring fits an H100 block's shared memory");
 
-/// The wide kernel's tile written by TMA stores (TmaMaps::kCStore), in four rounds of 64 columns
-/// through the two boxes at `out` (128 rows × 32 columns each, the 128-byte swizzle: 16-byte chunk
-/// p of row r at p ^ (r mod 8)), as store_tall_tile writes the tall kernel's: thread 0 waits until
-/// the stores before have read the boxes, the consumer threads write alpha · acc with the Upper
-/// mask's zeros (a pair of adjacent columns per 8-byte store), and thread 0 stores the boxes
-/// (clipped at C's edges). The last round's stores drain while the block goes on to its next item.
+/// The wide kernel's tile written by TMA stores (TmaMaps::kCStore), in eight rounds of 32 columns
+/// through the two boxes at `out` in turn (128 rows × 32 columns each, the 128-byte swizzle: 16-byte
+/// chunk p of row r at p ^ (r mod 8)): thread 0 waits until the stores of the round before last
+/// have read the box this round writes, the consumer threads write alpha · acc with the Upper
+/// mask's zeros (a pair of adjacent columns per 8-byte store), and thread 0 stores the box (clipped
+/// at C's edges). So a round's writes overlap the last round's stores reading the other box (until
+/// the twenty-first session one 64-column round waited for the last to be read: measured in
+/// docs/structured_gemm.md, "Two boxes in turn"). The last rounds' stores drain while the block
+/// goes on to its next item.
 /// A chunk of a tile split in two (`counter`, its arrival counter; null for a whole tile) stores or
 /// adds its partial tile (alpha applied) as split_tile_arrive says. A chunk that stores gives its
 /// second count later: `stored` (thread 0's) keeps its counter until the next call or the block's
@@ -2451,7 +2461,8 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
                                                 unsigned char* out, int* counter, int*& stored) {
   using Cfg = WideConfig;
   constexpr int kPerRound = Cfg::kPerCol * Cfg::kOutCols / Cfg::kTileN;
-  static_assert(Cfg::col_offset(kPerRound) == Cfg::kOutCols, "round q's accumulators are columns 64q … 64q + 63");
+  static_assert(Cfg::col_offset(kPerRound) == Cfg::kOutCols, "round q's accumulators are columns 32q … 32q + 31");
+  static_assert(Cfg::kTileN / Cfg::kOutCols % 2 == 0, "an even count of rounds per tile: round q uses box q mod 2");
   static_assert(Cfg::col_offset(1) == 1 && kPerRound % 2 == 0, "acc[i][2t], acc[i][2t + 1]: adjacent columns");
   const float alpha = args.alpha;
   const bool upper = args.mask == OutputMask::Upper;
@@ -2462,7 +2473,10 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
 #pragma unroll
   for (int round = 0; round < Cfg::kTileN / Cfg::kOutCols; ++round) {
     const int round_col0 = col0 + round * Cfg::kOutCols;
-    if (threadIdx.x == 0) tma_store_wait_read();
+    unsigned char* const box = out + (round & 1) * Cfg::kOutBoxBytes;
+    // The round before last stored from this box: its stores have read it (the last round's may
+    // still be reading the other).
+    if (threadIdx.x == 0) tma_store_wait_read_all_but_latest();
     named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
 #pragma unroll
     for (int i = 0; i < Cfg::kPerRow; ++i) {
@@ -2473,15 +2487,13 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
         float2 value;
         value.x = upper && row0 + r > round_col0 + c ? 0.0f : alpha * acc[i][j];
         value.y = upper && row0 + r > round_col0 + c + 1 ? 0.0f : alpha * acc[i][j + 1];
-        *reinterpret_cast<float2*>(out + swizzled_out_offset(r, c, Cfg::kOutBoxBytes)) = value;
+        *reinterpret_cast<float2*>(box + swizzled_out_offset(r, c, Cfg::kOutBoxBytes)) = value;
       }
     }
     fence_shared_for_async_proxy();
     named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
     if (threadIdx.x == 0) {
-#pragma unroll
-      for (int q = 0; q < Cfg::kOutCols / 32; ++q)
-        tma_store_tile(&maps.c, round_col0 + 32 * q, row0, out + q * Cfg::kOutBoxBytes, reduce);
+      tma_store_tile(&maps.c, round_col0, row0, box, reduce);
       tma_store_commit();
     }
   }
