@@ -46,6 +46,7 @@ struct Options {
   std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   std::string tall = "auto";        // those of them with stored zeros: the 256 × 128 persistent kernel
   GemmSchedule schedule = GemmSchedule::Balanced;  // the planner's schedule for every product of the run
+  int pairs = 0;  // --head-to-head P: Sym·Sym and Dense·Dense against cuBLAS SGEMM, P interleaved pairs
 };
 
 struct Row {
@@ -81,6 +82,7 @@ Options parse(int argc, char** argv) {
     };
     if (arg == "--n") o.sizes = parse_list(next());
     else if (arg == "--reps") o.reps = std::stoi(next());
+    else if (arg == "--head-to-head") o.pairs = std::stoi(next());
     else if (arg == "--csv") o.csv = next();
     else if (arg == "--tf32") o.tf32 = true;
     else if (arg == "--fma") o.fma = true;
@@ -105,34 +107,86 @@ Options parse(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] [--relayout auto|never|always] "
                    "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--wide-split auto|never|always] [--register-b auto|never|always] [--tall auto|never|always]] "
-                   "[--schedule balanced|heaviest-first|raster]\n");
+                   "[--schedule balanced|heaviest-first|raster] [--head-to-head PAIRS]\n");
       std::exit(2);
     }
   }
   return o;
 }
 
+/// CUDA events around single calls on one stream.
+class CallTimer {
+ public:
+  explicit CallTimer(cudaStream_t stream) : stream_(stream) {
+    SG_CUDA_CHECK(cudaEventCreate(&start_));
+    SG_CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~CallTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+  /// Milliseconds from an event before `body(rep)` to one after it, waited for.
+  double ms(const std::function<void(int)>& body, int rep) {
+    SG_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    body(rep);
+    SG_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    SG_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float elapsed = 0;
+    SG_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
+    return elapsed;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_, stop_;
+};
+
+/// The upper median (the median of an odd count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// Median milliseconds of `body(rep)` on `stream` over `reps` runs after three warm-ups.
 double median_ms(cudaStream_t stream, int reps, const std::function<void(int)>& body) {
-  cudaEvent_t start, stop;
-  SG_CUDA_CHECK(cudaEventCreate(&start));
-  SG_CUDA_CHECK(cudaEventCreate(&stop));
+  CallTimer timer(stream);
   for (int w = 0; w < 3; ++w) body(w);
   SG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<float> times;
-  for (int r = 0; r < reps; ++r) {
-    SG_CUDA_CHECK(cudaEventRecord(start, stream));
-    body(r);
-    SG_CUDA_CHECK(cudaEventRecord(stop, stream));
-    SG_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    SG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) times.push_back(timer.ms(body, r));
+  return median(times);
+}
+
+/// Two products timed in turn: `pairs` pairs, each call between its own events and waited for as
+/// median_ms does, ours first in even pairs and the peer first in odd ones (after three warm-up
+/// pairs). Both then run in the same seconds, at the same clocks and temperature, which timing one
+/// after the other does not give: median_ms's rows time each peer once per size, before ours.
+/// Back to back, the calls hold the GPU at its power limit (an H100 at 700 W lowers its clocks
+/// from 1980 MHz to as little as 1410 within a second of TF32 GEMMs), so these times are those
+/// of sustained work, and slower than the rows' short series (docs/performance.md).
+struct HeadToHead {
+  double ours_ms, peer_ms;  // the medians of each one's times
+  double ratio;             // the median over pairs of ours / peer
+  int ours_faster, pairs;   // the pairs in which ours took no longer than the peer
+};
+HeadToHead head_to_head(cudaStream_t stream, int pairs, const std::function<void(int)>& ours,
+                        const std::function<void(int)>& peer) {
+  CallTimer timer(stream);
+  for (int w = 0; w < 3; ++w) timer.ms(ours, w), timer.ms(peer, w);
+  std::vector<double> mine, theirs, ratios;
+  int faster = 0;
+  for (int r = 0; r < pairs; ++r) {
+    double a = 0, b = 0;
+    if (r % 2 == 0) a = timer.ms(ours, r), b = timer.ms(peer, r);
+    else b = timer.ms(peer, r), a = timer.ms(ours, r);
+    mine.push_back(a);
+    theirs.push_back(b);
+    ratios.push_back(a / b);
+    faster += a <= b;
   }
-  SG_CUDA_CHECK(cudaEventDestroy(start));
-  SG_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return {median(mine), median(theirs), median(ratios), faster, pairs};
 }
 
 /// The projections of docs/gradients.md in place on a row-major n × n float64 matrix, one
@@ -206,6 +260,12 @@ class Bench {
   // (docs/performance.md records ~5e-4), and for exact float32 well above its ~1e-7.
   double tolerance_ = 1e-5;
   std::vector<Row> rows_;
+  struct HeadToHeadRow {
+    int64_t n;
+    std::string product;
+    HeadToHead result;
+  };
+  std::vector<HeadToHeadRow> head_to_head_;
 };
 
 sg::Tensor Bench::reference(const sg::Tensor& x, bool x_transposed, const sg::Tensor& y, bool y_transposed,
@@ -379,6 +439,25 @@ void Bench::run_size(int64_t n) {
       if (a == 2 && b == 0) add(n, workload, "cuBLAS SSYMM", ssymm, flops);
     }
   }
+  // Head to head with SGEMM (--head-to-head): Sym·Sym (issue 5's target: no slower than SGEMM) and,
+  // as the control, Dense·Dense, which structgrad runs on cuBLAS SGEMM itself (its ratio shows how
+  // near 1 two equal products come out).
+  for (int which = 0; which < 2 && options_.pairs > 0; ++which) {
+    std::vector<sg::Tensor>& x = which == 0 ? sym_a : dense_a;
+    std::vector<sg::Tensor>& y = which == 0 ? sym_b : dense_b;
+    sg::NoGradGuard no_grad;
+    const HeadToHead h = head_to_head(
+        stream_, options_.pairs, [&](int r) { sg::matmul(x[r % sets], y[r % sets]); },
+        [&](int r) {
+          SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, ptr(dense_a[r % sets]), ld,
+                                      ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
+        });
+    const char* product = which == 0 ? "sym·sym fwd" : "dense·dense fwd (control: cuBLAS under both)";
+    std::printf("  head to head, %s: structgrad %.3f ms, cuBLAS SGEMM%s %.3f ms, median of ours/SGEMM %.3f, ours no "
+                "slower in %d of %d pairs\n",
+                product, h.ours_ms, suffix_.c_str(), h.peer_ms, h.ratio, h.ours_faster, h.pairs);
+    head_to_head_.push_back({n, product, h});
+  }
   forward("gram a·aᵀ", n3, [&](int r) { return sg::gram(dense_a[r % sets]); },
           reference(dense_a[0], false, dense_a[0], true));
   add(n, "gram a·aᵀ", "cuBLAS SSYRK", ssyrk, n3);
@@ -514,6 +593,13 @@ void Bench::print_table() const {
                 row.impl.c_str(), row.ms, row.useful_flops / (row.ms * 1e9),
                 ours > 0 ? (std::to_string(row.ms / ours).substr(0, 5) + "×").c_str() : "");
   }
+  if (head_to_head_.empty()) return;
+  std::printf("\nHead to head with cuBLAS SGEMM%s (interleaved pairs, each call timed alone):\n\n"
+              "| N | product | structgrad ms | SGEMM ms | median of ours / SGEMM | pairs ours no slower |\n"
+              "|---|---|---|---|---|---|\n", suffix_.c_str());
+  for (const HeadToHeadRow& row : head_to_head_)
+    std::printf("| %lld | %s | %.3f | %.3f | %.3f | %d of %d |\n", static_cast<long long>(row.n), row.product.c_str(),
+                row.result.ours_ms, row.result.peer_ms, row.result.ratio, row.result.ours_faster, row.result.pairs);
 }
 
 void Bench::write_csv(const std::string& path) const {
