@@ -46,7 +46,7 @@ struct Options {
   std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   std::string tall = "auto";        // those of them with stored zeros: the 256 × 128 persistent kernel
   GemmSchedule schedule = GemmSchedule::Balanced;  // the planner's schedule for every product of the run
-  int pairs = 0;  // --head-to-head P: Sym·Sym and Dense·Dense against cuBLAS SGEMM, P interleaved pairs
+  int pairs = 0;  // --head-to-head P: some products against cuBLAS SGEMM, P interleaved pairs (Bench::run_size)
 };
 
 struct Row {
@@ -439,12 +439,21 @@ void Bench::run_size(int64_t n) {
       if (a == 2 && b == 0) add(n, workload, "cuBLAS SSYMM", ssymm, flops);
     }
   }
-  // Head to head with SGEMM (--head-to-head): Sym·Sym (issue 5's target: no slower than SGEMM) and,
-  // as the control, Dense·Dense, which structgrad runs on cuBLAS SGEMM itself (its ratio shows how
-  // near 1 two equal products come out).
-  for (int which = 0; which < 2 && options_.pairs > 0; ++which) {
-    std::vector<sg::Tensor>& x = which == 0 ? sym_a : dense_a;
-    std::vector<sg::Tensor>& y = which == 0 ? sym_b : dense_b;
+  // Head to head with SGEMM (--head-to-head): Sym·Sym (issue 5's target: no slower than SGEMM),
+  // Dense·Upper and Upper·Dense (whose ratio to SGEMM, timed in turn, is a measure that the
+  // clocks of the moment do not move) and, as the control, Dense·Dense, which structgrad runs on
+  // cuBLAS SGEMM itself (its ratio shows how near 1 two equal products come out).
+  const struct {
+    const char* product;
+    std::vector<sg::Tensor>*x, *y;
+  } contests[] = {{"sym·sym fwd", &sym_a, &sym_b},
+                  {"dense·upper fwd", &dense_a, &upper_b},
+                  {"upper·dense fwd", &upper_a, &dense_b},
+                  {"dense·dense fwd (control: cuBLAS under both)", &dense_a, &dense_b}};
+  for (const auto& contest : contests) {
+    if (options_.pairs == 0) break;
+    std::vector<sg::Tensor>& x = *contest.x;
+    std::vector<sg::Tensor>& y = *contest.y;
     sg::NoGradGuard no_grad;
     const HeadToHead h = head_to_head(
         stream_, options_.pairs, [&](int r) { sg::matmul(x[r % sets], y[r % sets]); },
@@ -452,7 +461,7 @@ void Bench::run_size(int64_t n) {
           SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, ptr(dense_a[r % sets]), ld,
                                       ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
         });
-    const char* product = which == 0 ? "sym·sym fwd" : "dense·dense fwd (control: cuBLAS under both)";
+    const char* product = contest.product;
     std::printf("  head to head, %s: structgrad %.3f ms, cuBLAS SGEMM%s %.3f ms, median of ours/SGEMM %.3f, ours no "
                 "slower in %d of %d pairs\n",
                 product, h.ours_ms, suffix_.c_str(), h.peer_ms, h.ratio, h.ours_faster, h.pairs);
