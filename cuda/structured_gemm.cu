@@ -2196,9 +2196,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
 // tiles dealt heaviest first to the least loaded block, long ones cut into two chunks where that
 // balances the blocks; the chunks meet in C by a TMA store and a TMA reduction, store_tall_tile,
-// with no partial tile in between). Items with an empty k-range are
-// tiles of zeros, first in each block's list: thread 0 writes them by TMA stores of a zeroed box at
-// the start, and they cost the warpgroups nothing. Operands whose storage holds their structural
+// with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
+// block's list (the planner gives each to the least loaded block): thread 0 writes them by TMA
+// stores of a zeroed box after the block's other items. Operands whose storage holds their structural
 // zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
 // Measured: docs/structured_gemm.md, "The tall kernel".
 // =============================================================================================
@@ -2212,7 +2212,7 @@ struct TallConfig : ConfigTf32WgmmaRegisterB {
   static constexpr int kPerRow = 64;
   static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
   // The epilogue's buffer: four boxes of 64 rows × 32 columns of the output map, a quarter of the
-  // tile per round (store_tall_tile); its first box, zeroed, also the source of the tiles of zeros.
+  // tile per round (store_tall_tile); its first box, zeroed at the end, the source of the tiles of zeros.
   static constexpr int kOutRows = 64, kOutBoxBytes = kOutRows * 32 * 4, kOutBytes = 4 * kOutBoxBytes;
   static constexpr int kDynamicSmem = kTallStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
 };
@@ -2295,29 +2295,16 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     }
   }
   const int first = offsets[blockIdx.x], last = offsets[blockIdx.x + 1];
-  // The block's tiles of zeros (they come first): stored by thread 0 from a zeroed box while the
-  // block computes; it waits for their reads only before it leaves.
-  int i = first;
-  while (i < last && args.items[i].k_begin >= args.items[i].k_end) ++i;
-  const bool zeros = i > first;
-  if (zeros) {
-    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int c = 0; c < Cfg::kOutBoxBytes / 16 / Cfg::kThreads; ++c)
-      store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * Cfg::kThreads)), z);
-    fence_shared_for_async_proxy();
-  }
-  __syncthreads();  // the barriers' initialization, the zeroed box
-  if (zeros && threadIdx.x == 0) {
-    for (int z = first; z < i; ++z) {
-      const int row0 = args.items[z].tile_row * Cfg::kTile, col0 = args.items[z].tile_col * Cfg::kTileN;
-#pragma unroll
-      for (int h = 0; h < Cfg::kTile / Cfg::kOutRows; ++h)
-#pragma unroll
-        for (int q = 0; q < Cfg::kTileN / 32; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0 + Cfg::kOutRows * h, out);
-    }
-    tma_store_commit();
-  }
+  // The block's tiles of zeros head its list; it stores them after its other items (below). Stored
+  // first, their 128 KB each held back the first copies of every block that had some: 8 µs of a
+  // 107 µs Upper·Upper launch at 4096 (docs/structured_gemm.md, "Tiles of zeros last").
+  const int zeros_end = [&] {
+    int z = first;
+    while (z < last && args.items[z].k_begin >= args.items[z].k_end) ++z;
+    return z;
+  }();
+  int i = zeros_end;
+  __syncthreads();  // the barriers' initialization
   // Thread 0 issues the copies kTallStages − 1 steps ahead of the step the warpgroups multiply,
   // across items: its cursor (item, k) runs through the block's items on its own.
   int issue_item = i, issue_k = 0, issue_k_end = 0, issue_row0 = 0, issue_col0 = 0, issue_stage = 0, issue_round = 0;
@@ -2404,6 +2391,26 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
       for (int c = 0; c < Cfg::kPerRow; ++c) acc_t[c][r] = acc[r][c];
     store_tall_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc_t, out,
                     item.chunk_count > 1 ? args.counters + item.counter_index : nullptr);
+  }
+  // The tiles of zeros, from a box of the epilogue's buffer zeroed once its last stores have read it.
+  if (zeros_end > first) {
+    if (issuer) tma_store_wait_read();
+    __syncthreads();
+    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int c = 0; c < Cfg::kOutBoxBytes / 16 / Cfg::kThreads; ++c)
+      store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * Cfg::kThreads)), z);
+    fence_shared_for_async_proxy();
+    __syncthreads();
+    if (issuer) {
+      for (int t = first; t < zeros_end; ++t) {
+        const int row0 = args.items[t].tile_row * Cfg::kTile, col0 = args.items[t].tile_col * Cfg::kTileN;
+#pragma unroll
+        for (int h = 0; h < Cfg::kTile / Cfg::kOutRows; ++h)
+#pragma unroll
+          for (int q = 0; q < Cfg::kTileN / 32; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0 + Cfg::kOutRows * h, out);
+      }
+    }
   }
   if (issuer) tma_store_wait_read();  // the epilogue's boxes must outlive the stores' reads
 }
@@ -3232,6 +3239,9 @@ std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const Ge
 // extra cost of a chunk of a split tile (the first to arrive waits for its stores to complete).
 constexpr double kTallItemCost = 5.0;
 constexpr double kTallChunkCost = 2.0;
+// A tile of zeros, in k-steps: its 128 KB of TMA stores at the end of its block's items (the
+// planner gives them to the least loaded blocks).
+constexpr double kTallZeroCost = 2.0;
 
 namespace {
 
@@ -3341,7 +3351,6 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
     const double cap = fraction > 0 ? fraction * plan.mean_load : kNone;
     const double target = fraction < 0 ? -fraction * plan.mean_load : kNone;
     std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
-    for (size_t z = 0; z < zeros.size(); ++z) blocks[z % static_cast<size_t>(sms)].push_back(zeros[z]);
     int split = 0;
     const double makespan = deal_tall_tiles(tiles, sms, cap, target, blocks, split);
     if (makespan < (split > 0 ? 0.98 : 1.0) * plan.makespan) {
@@ -3350,10 +3359,24 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
       per_block = std::move(blocks);
     }
   }
-  plan.offsets.reserve(static_cast<size_t>(sms) + 1);
+  // The tiles of zeros, each to the least loaded block (ties: the lowest index). They head its list,
+  // and the kernel stores them after the block's other items.
+  std::vector<double> loads;
   for (const auto& block : per_block) {
+    loads.push_back(0.0);
+    for (const GemmWorkItem& t : block) loads.back() += tall_item_cost(t);
+  }
+  std::vector<std::vector<GemmWorkItem>> block_zeros(per_block.size());
+  for (const GemmWorkItem& z : zeros) {
+    const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
+    block_zeros[b].push_back(z);
+    loads[b] += kTallZeroCost;
+  }
+  plan.offsets.reserve(static_cast<size_t>(sms) + 1);
+  for (size_t b = 0; b < per_block.size(); ++b) {
     plan.offsets.push_back(static_cast<int32_t>(plan.items.size()));
-    plan.items.insert(plan.items.end(), block.begin(), block.end());
+    plan.items.insert(plan.items.end(), block_zeros[b].begin(), block_zeros[b].end());
+    plan.items.insert(plan.items.end(), per_block[b].begin(), per_block[b].end());
   }
   plan.offsets.push_back(static_cast<int32_t>(plan.items.size()));
   return plan;

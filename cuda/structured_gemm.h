@@ -215,8 +215,9 @@ TallTiles tall_tiles();
 int64_t tall_launches();
 /// The tall kernel's schedule for `p` on `sms` blocks: block b runs items[offsets[b]] …
 /// items[offsets[b + 1] − 1], its tiles of zeros (empty k-range, written by TMA stores of a zeroed
-/// box) first. Tiles of 256 rows × 128 columns with the k-ranges of structured_k_range, dealt
-/// heaviest first, each to the least loaded block (load: k-steps plus a fixed cost per item). Where
+/// box after the block's other items) first. Tiles of 256 rows × 128 columns with the k-ranges of
+/// structured_k_range, dealt heaviest first, each to the least loaded block (load: k-steps plus a
+/// fixed cost per item), then the tiles of zeros, each to the least loaded block. Where
 /// the model's makespan is 2 % shorter for it, the tiles longer than a cap are cut into two chunks
 /// (chunk_count 2, counter_index their arrival counter): the first chunk to finish stores its
 /// partial tile, the second adds its own to it by TMA reductions, so the sum is the same in either

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
@@ -1646,15 +1647,19 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
       std::set<int> counters;
       int64_t computed = 0;
       double makespan = 0;
+      std::vector<double> loads;      // each block's model load without its tiles of zeros
+      std::vector<int> zero_counts;   // and its count of them
       for (int b = 0; b < sms; ++b) {
         ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
         bool computing = false;
         double load = 0;
+        zero_counts.push_back(0);
         for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
           const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
           const bool zeros = item.k_begin >= item.k_end;
           EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
           computing = computing || !zeros;
+          zero_counts.back() += zeros ? 1 : 0;
           if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + 5.0 + (item.chunk_count > 1 ? 2.0 : 0.0);
           auto& chunks = by_tile[{item.tile_row, item.tile_col}];
           if (item.chunk_count == 1) {
@@ -1672,7 +1677,16 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
           chunks.push_back(item);
         }
         makespan = std::max(makespan, load);
+        loads.push_back(load);
       }
+      // The tiles of zeros went one by one to the least loaded block (2 k-steps each, ties: the lowest index).
+      std::vector<int> expected_zeros(static_cast<size_t>(sms), 0);
+      for (int z = 0; z < std::accumulate(zero_counts.begin(), zero_counts.end(), 0); ++z) {
+        const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
+        ++expected_zeros[b];
+        loads[b] += 2.0;
+      }
+      EXPECT_EQ(zero_counts, expected_zeros) << what;
       EXPECT_EQ(computed, plan.compute_tiles) << what;
       EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
       EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
