@@ -3480,9 +3480,10 @@ std::atomic<int64_t> tall_launch_count{0};
 /// Symmetric; one of them Upper or Lower), a mask other than Symmetric (the tiles go out by TMA
 /// stores), and at least one whole tile row.
 bool tall_shape(const GemmProblem& p) {
+  const bool dense_dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense;
   return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
          p.b.kind != OperandKind::Symmetric && !p.a.trans && !p.b.trans &&
-         (is_triangular(p.a.kind) || is_triangular(p.b.kind)) && p.m >= TallConfig::kTile;
+         (is_triangular(p.a.kind) || is_triangular(p.b.kind) || dense_dense) && p.m >= TallConfig::kTile;
 }
 
 /// Whether `loop` is the wgmma loop with every kind of TMA copy (direct, raw, diagonal-crossing,
@@ -4152,12 +4153,30 @@ bool register_b_replaces_copy(const GemmProblem& p, bool a_copied) {
   return a_outer_major && b_k_major && (is_triangular(a_kind) || is_triangular(p.b.kind));
 }
 
+/// Whether the tall kernel runs Dense·Dense product `p` with B as it lies, k-major (a Sym·Dense
+/// whose Symmetric operand's mirror is stored: with_stored_mirrors_as_dense; gram's backward), instead
+/// of the wide kernel on B's outer-major copy: where it takes the product with A's direct map and B's
+/// raw one (tall_pays), up to kTallForCopyRows rows. The copy's share of the time falls as the rows
+/// that reuse it grow. Measured (H100, TF32, 2026-11-26; docs/structured_gemm.md, "Sym·Dense on the
+/// tall kernel"): 8–21 % faster at 2048 … 4096; at 8192 level or slower (gram's backward 6 %).
+constexpr int64_t kTallForCopyRows = 4096;
+bool tall_replaces_copy(const GemmProblem& p, const CachedPlan& cached, int device) {
+  if (p.a.kind != OperandKind::Dense || p.b.kind != OperandKind::Dense || p.a.trans || p.b.trans) return false;
+  if (p.m > kTallForCopyRows && tall_tiles() != TallTiles::Always) return false;
+  if (operand_relayout() == OperandRelayout::Always && tall_tiles() != TallTiles::Always) return false;
+  const OperandView<float> a = operand_view<float>(p.a_data, p.a, false, p.m, p.lda);
+  const OperandView<float> b = operand_view<float>(p.b_data, p.b, true, p.n, p.ldb);
+  const uint32_t has = tile_maps_wanted(a, p.k, false) | tile_maps_wanted(b, p.k, false) << 2;
+  return has == (kADirect | kBRaw) && tall_pays(p, a, b, cached, device);
+}
+
 /// The wgmma product, on outer-major copies of its operands where relayout_pays (B not where the
-/// register-B kernel reads it as it lies). The copies go back to the caching allocator at scope
-/// end, behind the product on the same stream.
+/// register-B or the tall kernel reads it as it lies). The copies go back to the caching allocator
+/// at scope end, behind the product on the same stream.
 void launch_wgmma(const GemmProblem& p, const CachedPlan& cached, int device) {
   const bool relayout_a = relayout_pays(p, false);
-  const bool relayout_b = relayout_pays(p, true) && !register_b_replaces_copy(p, relayout_a);
+  const bool relayout_b = relayout_pays(p, true) && !register_b_replaces_copy(p, relayout_a) &&
+                          !(!relayout_a && tall_replaces_copy(p, cached, device));
   if (!relayout_a && !relayout_b) return launch_with<ConfigTf32Wgmma>(p, cached, device);
   GemmProblem q = p;
   RelayoutCopy copy_a, copy_b;

@@ -783,10 +783,13 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
   // On Auto the tall kernel takes Dense·Upper and Upper·Dense (operands vouched) from one tile of
   // 256 × 128 per two SMs: at 2048 (128 tiles, long ones split in two on 132 SMs) and 4096 (512
   // tiles); not at 1024 (32 tiles), and not Upper·Upper (slower). Forced, it takes Upper·Upper at
-  // 2048 (several tiles per block, split tiles, tiles of zeros). Each product against the
-  // reference.
+  // 2048 (several tiles per block, split tiles, tiles of zeros). Sym·Dense with the mirror stored
+  // (a Dense·Dense product whose B is k-major) too, with B as it lies, at 2048 and 4096: no relayout
+  // copy (not at 1024, where B is not copied either; with the tall kernel off, B copied for the wide
+  // kernel). Above 4096 rows B is copied (an A of 4352 × 2048 here).
+  // Each product against the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
+  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, sym{OperandKind::Symmetric, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
   const auto automatic = cu::TallTiles::Auto;
   const std::vector<TallCase> cases = {
@@ -806,6 +809,20 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
                  << sms;
   std::mt19937_64 rng(23);
   expect_tall_cases(cases, rng);
+  const std::vector<std::tuple<int64_t, cu::TallTiles, bool, int64_t>> sym_dense = {
+      {2048, automatic, true, 0}, {4096, automatic, true, 0}, {1024, automatic, false, 0},
+      {2048, cu::TallTiles::Never, false, 1}};
+  for (const auto& [n, setting, tall, copies] : sym_dense) {
+    const int64_t relaid = cu::relayout_copies();
+    expect_tall_cases({{vouched(square(n, sym, dense, OutputMask::Full)), setting, 0, tall}}, rng);
+    EXPECT_EQ(cu::relayout_copies() - relaid, copies) << "Sym·Dense, mirror stored, n = " << n;
+  }
+  // Past kTallForCopyRows: the Dense·Dense form (A read outer-major, B k-major) of 4352 rows.
+  GemmProblem tall_a = square(2048, dense, dense, OutputMask::Full);
+  tall_a.m = 4352;
+  const int64_t relaid = cu::relayout_copies();
+  expect_tall_cases({{tall_a, automatic, 0, false}}, rng);
+  EXPECT_EQ(cu::relayout_copies() - relaid, 1) << "Dense·Dense of 4352 rows, B k-major";
 }
 
 /// Runs `p` (float32; A and B packed row-major, random values with the operands' invariants)
