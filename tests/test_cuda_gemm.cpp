@@ -786,7 +786,7 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
   // 2048 (several tiles per block, split tiles, tiles of zeros). Sym·Dense with the mirror stored
   // (a Dense·Dense product whose B is k-major) too, with B as it lies, at 2048 and 4096: no relayout
   // copy (not at 1024, where B is not copied either; with the tall kernel off, B copied for the wide
-  // kernel). Above 4096 rows B is copied (an A of 4352 × 2048 here).
+  // kernel). Above 4096 rows B is copied (Sym·Dense of 4352 × 4352 · 4352 × 512 here).
   // Each product against the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, sym{OperandKind::Symmetric, false};
@@ -817,12 +817,13 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
     expect_tall_cases({{vouched(square(n, sym, dense, OutputMask::Full)), setting, 0, tall}}, rng);
     EXPECT_EQ(cu::relayout_copies() - relaid, copies) << "Sym·Dense, mirror stored, n = " << n;
   }
-  // Past kTallForCopyRows: the Dense·Dense form (A read outer-major, B k-major) of 4352 rows.
-  GemmProblem tall_a = square(2048, dense, dense, OutputMask::Full);
-  tall_a.m = 4352;
+  // Past kTallForCopyRows rows (a Dense·Dense product of the detail API would go to cuBLAS, so a
+  // Sym·Dense of 4352 rows and 512 columns: 68 tiles, enough for the tall kernel's Auto rule).
+  GemmProblem many_rows = vouched(square(4352, sym, dense, OutputMask::Full));
+  many_rows.n = 512;
   const int64_t relaid = cu::relayout_copies();
-  expect_tall_cases({{tall_a, automatic, 0, false}}, rng);
-  EXPECT_EQ(cu::relayout_copies() - relaid, 1) << "Dense·Dense of 4352 rows, B k-major";
+  expect_tall_cases({{many_rows, automatic, 0, false}}, rng);
+  EXPECT_EQ(cu::relayout_copies() - relaid, 1) << "Sym·Dense of 4352 rows";
 }
 
 /// Runs `p` (float32; A and B packed row-major, random values with the operands' invariants)
