@@ -452,7 +452,7 @@ void Bench::run_size(int64_t n) {
                   {"sym·dense fwd", &sym_a, &dense_b},
                   {"dense·dense fwd (control: cuBLAS under both)", &dense_a, &dense_b}};
   for (const auto& contest : contests) {
-    if (options_.pairs == 0) break;
+    if (options_.pairs == 0) break;  // (no --head-to-head)
     std::vector<sg::Tensor>& x = *contest.x;
     std::vector<sg::Tensor>& y = *contest.y;
     sg::NoGradGuard no_grad;
@@ -462,11 +462,10 @@ void Bench::run_size(int64_t n) {
           SG_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, ptr(dense_a[r % sets]), ld,
                                       ptr(dense_b[r % sets]), ld, &zero, ptr(out), ld));
         });
-    const char* product = contest.product;
     std::printf("  head to head, %s: structgrad %.3f ms, cuBLAS SGEMM%s %.3f ms, median of ours/SGEMM %.3f, ours no "
                 "slower in %d of %d pairs\n",
-                product, h.ours_ms, suffix_.c_str(), h.peer_ms, h.ratio, h.ours_faster, h.pairs);
-    head_to_head_.push_back({n, product, h});
+                contest.product, h.ours_ms, suffix_.c_str(), h.peer_ms, h.ratio, h.ours_faster, h.pairs);
+    head_to_head_.push_back({n, contest.product, h});
   }
   forward("gram a·aᵀ", n3, [&](int r) { return sg::gram(dense_a[r % sets]); },
           reference(dense_a[0], false, dense_a[0], true));
