@@ -441,31 +441,20 @@ __device__ __forceinline__ void tma_load_tile(void* dst, const CUtensorMap* map,
 }
 /// Copies the box of `map` that starts at column `inner` of row `row` from shared memory at `src`
 /// to global memory (a TMA store, in the thread's bulk async-group); with `add`, adds it to what
-/// global memory holds instead (a TMA reduction, float32 add). Both carry the L2 hint evict_first:
-/// the product reads no C it has written, and the operands' lines, which many tiles read, stay
-/// (measured: docs/structured_gemm.md, "C's stores evict first").
+/// global memory holds instead (a TMA reduction, float32 add).
 __device__ __forceinline__ void tma_store_tile(const CUtensorMap* map, int inner, int row, const void* src,
                                                bool add = false) {
 #if SG_HAS_WGMMA
   const uint64_t tensor_map = reinterpret_cast<uint64_t>(map);
   if (add)
-    asm volatile(
-        "{\n"
-        ".reg .b64 policy;\n"
-        "createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
-        "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], policy;\n"
-        "}\n" ::"l"(tensor_map),
-        "r"(inner), "r"(row), "r"(shared_address(src))
-        : "memory");
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                     tensor_map),
+                 "r"(inner), "r"(row), "r"(shared_address(src))
+                 : "memory");
   else
-    asm volatile(
-        "{\n"
-        ".reg .b64 policy;\n"
-        "createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
-        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], policy;\n"
-        "}\n" ::"l"(tensor_map),
-        "r"(inner), "r"(row), "r"(shared_address(src))
-        : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(tensor_map),
+                 "r"(inner), "r"(row), "r"(shared_address(src))
+                 : "memory");
 #endif
 }
 /// Closes the thread's bulk async-group (its stores so far).
