@@ -2194,7 +2194,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 // operand is A's direct copy of 256 rows. No producer warp: a ninth warp caps the block at 168
 // registers, at which ptxas spills and serializes the wgmmas.
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
-// tiles dealt heaviest first to the least loaded block, long ones cut into two chunks where that
+// tiles dealt in shared-panel order (by first k, heaviest first among equal first k) to the least
+// loaded block, long ones cut into two chunks where that
 // balances the blocks; the chunks meet in C by a TMA store and a TMA reduction, store_tall_tile,
 // with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
 // block's list (the planner gives each to the least loaded block): thread 0 writes them by TMA
@@ -3261,30 +3262,42 @@ std::pair<GemmWorkItem, GemmWorkItem> tall_chunks(GemmWorkItem t, int k_split, i
   return {t, second};
 }
 
-/// The tiles with a k-range dealt heaviest first (ties in raster order), each to the least loaded
-/// block (ties: the lowest index). Two ways to cut a tile in two chunks: a tile longer than `cap`
-/// k-steps is halved before the deal; a tile that would take its block's load past `target` is cut
-/// where the block reaches it, the second chunk going to the next least loaded block. Returns the
-/// model's makespan.
+/// The tiles with a k-range dealt in shared-panel order, each to the least loaded block (ties: the
+/// lowest index): by the first k of the tile, heaviest first among equal first k, ties in raster
+/// order. So the blocks start together the tiles that read one operand panel from the same k (for
+/// Upper·Upper, one tile row), and read it in step; heaviest first alone starts the tiles of one
+/// diagonal together, which share no panel (docs/structured_gemm.md, "The tall deal in
+/// shared-panel order"). Where every tile starts at the same k (Dense·Upper) or the first k rises
+/// as the cost falls (Upper·Dense), the order is heaviest first.
+/// Two ways to cut a tile in two chunks: a tile longer than `cap` k-steps is halved before the deal
+/// (both chunks at the tile's place in the order); a tile that would take its block's load past
+/// `target` is cut where the block reaches it, the second chunk going to the next least loaded
+/// block. Returns the model's makespan.
 double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double cap, double target,
                        std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
   constexpr int kStep = TallConfig::kKStep;
   constexpr int kMinChunkSteps = 8;
   auto steps_of = [](const GemmWorkItem& t) { return (t.k_end - t.k_begin + kStep - 1) / kStep; };
-  std::vector<GemmWorkItem> items;
+  struct Dealt {
+    int32_t first_k;  // the tile's (for a halved tile's chunks, the first chunk's)
+    GemmWorkItem item;
+  };
+  std::vector<Dealt> items;
   split_tiles = 0;
   for (const GemmWorkItem& t : tiles) {
     const int steps = steps_of(t);
     if (steps < 2 || steps <= cap) {
-      items.push_back(t);
+      items.push_back({t.k_begin, t});
       continue;
     }
     const auto [first, second] = tall_chunks(t, t.k_begin + steps / 2 * kStep, split_tiles++);
-    items.push_back(first);
-    items.push_back(second);
+    items.push_back({t.k_begin, first});
+    items.push_back({t.k_begin, second});
   }
-  std::stable_sort(items.begin(), items.end(),
-                   [](const GemmWorkItem& x, const GemmWorkItem& y) { return tall_item_cost(x) > tall_item_cost(y); });
+  std::stable_sort(items.begin(), items.end(), [](const Dealt& x, const Dealt& y) {
+    if (x.first_k != y.first_k) return x.first_k < y.first_k;
+    return tall_item_cost(x.item) > tall_item_cost(y.item);
+  });
   using Slot = std::pair<double, int>;
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
   for (int b = 0; b < sms; ++b) slots.push({0.0, b});
@@ -3297,7 +3310,8 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
     makespan = std::max(makespan, slot.first);
     slots.push(slot);
   };
-  for (const GemmWorkItem& t : items) {
+  for (const Dealt& dealt : items) {
+    const GemmWorkItem& t = dealt.item;
     const int steps = steps_of(t);
     const double load = slots.top().first;
     const int room = static_cast<int>(std::min<double>(target - load - kTallItemCost - kTallChunkCost, steps));
@@ -3340,20 +3354,27 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
   TallPlan plan;
   plan.compute_tiles = static_cast<int64_t>(tiles.size());
   for (const GemmWorkItem& t : tiles) plan.mean_load += tall_item_cost(t) / sms;
-  // Whichever candidate the model gives the shortest makespan (a split must win by 2 %).
+  // Whichever candidate the model gives the shortest makespan, ties to the fewest split tiles; a
+  // split must win by 2 % over the unsplit deal (the first candidate).
   std::vector<std::vector<GemmWorkItem>> per_block;
   plan.makespan = std::numeric_limits<double>::infinity();
+  double unsplit = plan.makespan;
   // Candidates: unsplit; the tiles longer than 1, 0.8 or 0.6 of the mean load halved; or each tile
-  // that would take its block past a target (1 … 1.1 of the mean load) cut where the block reaches
-  // it (written as the target's negative fraction).
-  for (const double fraction : {0.0, 1.0, 0.8, 0.6, -1.0, -1.02, -1.04, -1.06, -1.08, -1.1}) {
+  // that would take its block past a target (1 … 1.3 of the mean load, in steps of 0.01) cut where
+  // the block reaches it (written as the target's negative fraction). In shared-panel order the
+  // long tiles of a late panel need the higher targets (Upper·Upper at 3072: 1.15).
+  std::vector<double> fractions{0.0, 1.0, 0.8, 0.6};
+  for (int percent = 100; percent <= 130; ++percent) fractions.push_back(-percent / 100.0);
+  for (const double fraction : fractions) {
     constexpr double kNone = std::numeric_limits<double>::infinity();
     const double cap = fraction > 0 ? fraction * plan.mean_load : kNone;
     const double target = fraction < 0 ? -fraction * plan.mean_load : kNone;
     std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
     int split = 0;
     const double makespan = deal_tall_tiles(tiles, sms, cap, target, blocks, split);
-    if (makespan < (split > 0 ? 0.98 : 1.0) * plan.makespan) {
+    if (split == 0 && per_block.empty()) unsplit = makespan;
+    const bool better = makespan < plan.makespan || (makespan == plan.makespan && split < plan.split_tiles);
+    if (per_block.empty() || (better && makespan < 0.98 * unsplit)) {
       plan.makespan = makespan;
       plan.split_tiles = split;
       per_block = std::move(blocks);
@@ -3873,16 +3894,20 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, int device) 
 /// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs
 /// on the tall kernel: it has a tall schedule, both operands hold their structural zeros (Dense,
 /// or zeros_stored), C takes TMA stores (16-byte aligned rows), on the default loop with the
-/// register-B kernel on. Auto, besides: one operand Dense (the tiles run long k-ranges) and at
-/// least one tile per two SMs (the plan splits long tiles in two where that balances the blocks).
+/// register-B kernel on. Auto, besides: with one operand Dense (the tiles run long k-ranges), at
+/// least one tile with a k-range per two SMs (the plan splits long tiles in two where that balances
+/// the blocks); with none (Upper·Upper), at least one per SM.
 /// Measured (H100, TF32, 2026-11-25, `bench_gemm_cuda --tf32 --tall always|never`, one binary, two
 /// runs each, alternating; docs/structured_gemm.md, "The tall kernel"):
 /// - Dense·Upper 0.042–0.044 ms against 0.049–0.054 at 2048, 0.102 against 0.110–0.113 at 3072,
 ///   0.203 against 0.235–0.239 at 4096; Upper·Dense alike; 1536 (72 tiles) 0.036–0.037 against
 ///   0.038–0.039;
-/// - slower at 1024 (32 tiles: 0.030–0.032 against 0.023–0.025) and 512;
-/// - Upper·Upper slower at every size (0.123–0.124 against 0.120 at 4096, split; 0.049 against
-///   0.041 at 2048).
+/// - slower at 1024 (32 tiles: 0.030–0.032 against 0.023–0.025) and 512.
+/// Upper·Upper, since the deal in shared-panel order (2026-11-26, `--tall always|auto`, three runs
+/// each, alternating; docs/structured_gemm.md, "The tall deal in shared-panel order"): 0.058–0.061
+/// ms against 0.065–0.066 at 3072 (156 tiles for 132 SMs), 0.100–0.102 against 0.114–0.116 at
+/// 4096, 0.652–0.655 against 0.914–0.927 at 8192; level at 2560 (110 tiles: 0.048–0.050 against
+/// 0.049–0.050) and slower at 2048 (72 tiles: 0.041–0.042 against 0.038).
 bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandView<float>& b, const CachedPlan& cached,
                int device) {
   const TallTiles setting = tall_tiles();
@@ -3894,7 +3919,7 @@ bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandV
   if (!zeros || !c_aligned) return false;
   if (setting == TallTiles::Always) return true;
   const bool one_dense = a.pattern == Pattern::All || b.pattern == Pattern::All;
-  return one_dense && 2 * cached.tall.compute_tiles >= static_cast<int64_t>(sm_count(device));
+  return (one_dense ? 2 : 1) * cached.tall.compute_tiles >= static_cast<int64_t>(sm_count(device));
 }
 
 /// A relayout copy of one operand (relayout_operand): the allocation (it holds the copy's zeros

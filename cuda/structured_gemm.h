@@ -206,8 +206,9 @@ WidePlan wide_tile_plan(const GemmProblem& p, int sms, WideSplit split);
 /// Symmetric) run on the tall kernel: 256 × 128 tiles, persistent, one block per SM, a four-stage
 /// ring filled three k-steps ahead across items, the tiles dealt by tall_tile_plan
 /// (docs/structured_gemm.md, "The tall kernel"). Auto: where one operand is Dense and there is at
-/// least one tile per two SMs (measured faster there; slower for Upper·Upper); Never and Always for
-/// the tests and the benchmark's comparison. Only on the default loop (Tf32Loop::Auto).
+/// least one tile with a k-range per two SMs, or neither is (Upper·Upper) and there is at least one
+/// per SM (measured faster there); Never and Always for the tests and the benchmark's comparison.
+/// Only on the default loop (Tf32Loop::Auto).
 enum class TallTiles : uint8_t { Auto, Never, Always };
 void set_tall_tiles(TallTiles setting);
 TallTiles tall_tiles();
@@ -216,8 +217,9 @@ int64_t tall_launches();
 /// The tall kernel's schedule for `p` on `sms` blocks: block b runs items[offsets[b]] …
 /// items[offsets[b + 1] − 1], its tiles of zeros (empty k-range, written by TMA stores of a zeroed
 /// box after the block's other items) first. Tiles of 256 rows × 128 columns with the k-ranges of
-/// structured_k_range, dealt heaviest first, each to the least loaded block (load: k-steps plus a
-/// fixed cost per item), then the tiles of zeros, each to the least loaded block. Where
+/// structured_k_range, dealt in shared-panel order (by first k, heaviest first among equal first
+/// k), each to the least loaded block (load: k-steps plus a fixed cost per item), then the tiles of
+/// zeros, each to the least loaded block. Where
 /// the model's makespan is 2 % shorter for it, the tiles longer than a cap are cut into two chunks
 /// (chunk_count 2, counter_index their arrival counter): the first chunk to finish stores its
 /// partial tile, the second adds its own to it by TMA reductions, so the sum is the same in either

@@ -779,11 +779,12 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   EXPECT_EQ(cu::mirror_copies() - copies, 2);
 }
 
-TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
+TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTimesUpperFromOnePerSm) {
   // On Auto the tall kernel takes Dense·Upper and Upper·Dense (operands vouched) from one tile of
   // 256 × 128 per two SMs: at 2048 (128 tiles, long ones split in two on 132 SMs) and 4096 (512
-  // tiles); not at 1024 (32 tiles), and not Upper·Upper (slower). Forced, it takes Upper·Upper at
-  // 2048 (several tiles per block, split tiles, tiles of zeros). Sym·Dense with the mirror stored
+  // tiles); not at 1024 (32 tiles). Upper·Upper from one tile with a k-range per SM: at 3072 (156
+  // tiles) and 4096 (272), not at 2048 (72). Forced, it takes Upper·Upper at 2048 (several tiles per
+  // block, split tiles, tiles of zeros). Sym·Dense with the mirror stored
   // (a Dense·Dense product whose B is k-major) too, with B as it lies, at 2048 and 4096: no relayout
   // copy (not at 1024, where B is not copied either; with the tall kernel off, B copied for the wide
   // kernel). Above 4096 rows B is copied (Sym·Dense of 4352 × 4352 · 4352 × 512 here).
@@ -798,14 +799,16 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSms) {
       {vouched(square(1024, dense, upper, OutputMask::Full)), automatic, 0, false},
       {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, true},
       {vouched(square(2048, upper, dense, OutputMask::Full)), automatic, 0, true},
-      {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, false},
+      {vouched(square(3072, upper, upper, OutputMask::Upper)), automatic, 0, true},
+      {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, true},
       {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true},
       {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true}};
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  if (sms <= 64 || sms > 256)
-    GTEST_SKIP() << "the cases assume 65 to 256 SMs (1024: under one tile per two SMs; 2048: over), this device has "
+  if (sms <= 72 || sms > 156)
+    GTEST_SKIP() << "the cases assume 73 to 156 SMs (1024: under one tile per two SMs, 2048: over; Upper·Upper: "
+                    "2048 under one tile per SM, 3072 not), this device has "
                  << sms;
   std::mt19937_64 rng(23);
   expect_tall_cases(cases, rng);
@@ -1748,6 +1751,44 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
           EXPECT_LT(plan.makespan, longest + 5.0) << what;  // tile (0, 31) no longer alone sets it
         }
       }
+    }
+  }
+}
+
+TEST(CudaGemmPlanner, TallPlansDealTheTilesInSharedPanelOrder) {
+  // tall_tile_plan deals the tiles by their first k, heaviest first among equal first k: along each
+  // block's list the first k of the items' tiles (a chunk's: its tile's) never falls, so the blocks
+  // start together the tiles that read one operand panel from the same k. Upper·Upper's tile (i, j)
+  // runs from k = 256i: at 4096 on 132 blocks the blocks' first items come from tile rows 0 … 4
+  // (32 + 30 + 28 + 26 + 24 tiles), which share five panels of A.
+  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
+  for (const GemmProblem& p :
+       {square(4096, upper, upper, OutputMask::Upper), square(3072, upper, upper, OutputMask::Upper),
+        square(2048, upper, upper, OutputMask::Upper), square(4096, dense, upper, OutputMask::Full),
+        square(2048, upper, dense, OutputMask::Full), square(1000, lower, upper, OutputMask::Full)}) {
+    const int sms = 132;
+    const cu::TallPlan plan = cu::tall_tile_plan(p, sms);
+    const std::string what = describe(p, sg::kFloat32);
+    ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
+    std::set<int> first_rows;
+    for (int b = 0; b < sms; ++b) {
+      int64_t last_first_k = -1;
+      bool first = true;
+      for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
+        const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
+        if (item.k_begin >= item.k_end) continue;  // a tile of zeros
+        const int64_t row0 = 256 * int64_t(item.tile_row), col0 = 128 * int64_t(item.tile_col);
+        const sg::detail::KRange tile = sg::detail::structured_k_range(
+            p.a.kind, p.b.kind, row0, std::min(row0 + 256, p.m), col0, std::min(col0 + 128, p.n), p.k);
+        EXPECT_GE(tile.begin, last_first_k) << what << ": block " << b << ", item " << i;
+        last_first_k = tile.begin;
+        if (first) first_rows.insert(item.tile_row);
+        first = false;
+      }
+    }
+    if (p.m == 4096 && p.a.kind == OperandKind::Upper && p.b.kind == OperandKind::Upper) {
+      EXPECT_EQ(first_rows.size(), 5u) << what;
+      EXPECT_EQ(*first_rows.rbegin(), 4) << what;
     }
   }
 }
