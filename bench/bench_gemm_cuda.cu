@@ -440,13 +440,14 @@ void Bench::run_size(int64_t n) {
     }
   }
   // Head to head with SGEMM (--head-to-head): Sym·Sym (issue 5's target: no slower than SGEMM),
-  // Dense·Upper, Upper·Dense and Sym·Dense (whose ratio to SGEMM, timed in turn, is a measure that the
-  // clocks of the moment do not move) and, as the control, Dense·Dense, which structgrad runs on
+  // Upper·Upper, Dense·Upper, Upper·Dense and Sym·Dense (whose ratio to SGEMM, timed in turn, is a
+  // measure that the clocks of the moment do not move) and, as the control, Dense·Dense, which structgrad runs on
   // cuBLAS SGEMM itself (its ratio shows how near 1 two equal products come out).
   const struct {
     const char* product;
     std::vector<sg::Tensor>*x, *y;
   } contests[] = {{"sym·sym fwd", &sym_a, &sym_b},
+                  {"upper·upper fwd", &upper_a, &upper_b},
                   {"dense·upper fwd", &dense_a, &upper_b},
                   {"upper·dense fwd", &upper_a, &dense_b},
                   {"sym·dense fwd", &sym_a, &dense_b},
