@@ -2195,9 +2195,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 // registers, at which ptxas spills and serializes the wgmmas.
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
 // tiles dealt in shared-panel order (by first k, heaviest first among equal first k) to the least
-// loaded block, long ones cut into two chunks where that
-// balances the blocks; the chunks meet in C by a TMA store and a TMA reduction, store_tall_tile,
-// with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
+// loaded block, long ones cut into two chunks where that balances the blocks; the chunks meet in C
+// by a TMA store and a TMA reduction, store_tall_tile, with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
 // block's list (the planner gives each to the least loaded block): thread 0 writes them by TMA
 // stores of a zeroed box after the block's other items. Operands whose storage holds their structural
 // zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
@@ -3372,7 +3371,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
     std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
     int split = 0;
     const double makespan = deal_tall_tiles(tiles, sms, cap, target, blocks, split);
-    if (split == 0 && per_block.empty()) unsplit = makespan;
+    if (per_block.empty()) unsplit = makespan;  // the first candidate
     const bool better = makespan < plan.makespan || (makespan == plan.makespan && split < plan.split_tiles);
     if (per_block.empty() || (better && makespan < 0.98 * unsplit)) {
       plan.makespan = makespan;
