@@ -2198,8 +2198,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 // loaded block, long ones cut into two chunks where that balances the blocks; the chunks meet in C
 // by a TMA store and a TMA reduction, store_tall_tile, with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
 // block's list (the planner gives each to the least loaded block): thread 0 writes them by TMA
-// stores of a zeroed box after the block's other items. Operands whose storage holds their structural
-// zeros only (Dense, or GemmOperand::zeros_stored): no step is zeroed in shared memory.
+// stores of a zeroed box after the block's other items. A's storage must hold its structural zeros
+// (Dense, GemmOperand::zeros_stored, or a relayout copy): no step is zeroed in shared memory. B's
+// zeros, where its storage lacks them, are written into its fragments in the steps that cross its
+// diagonal (zero_tall_fragments_outside).
 // Measured: docs/structured_gemm.md, "The tall kernel".
 // =============================================================================================
 
@@ -2268,6 +2270,22 @@ __device__ __forceinline__ void load_tall_fragments(const float* raw, const int 
   for (int s = 0; s < 4; ++s)
 #pragma unroll
     for (int i = 0; i < 4; ++i) frag[s][i] = __float_as_uint(raw[offset[i & 1][i >> 1] + s * 8 * 32]) + 0x1000u;
+}
+/// B's structural zeros in the tall kernel's A fragments of one k-step (load_tall_fragments) at k0,
+/// of the tile whose columns start at col0, where B's storage does not hold them (a gradient read
+/// through C's structure): each element outside `pattern` becomes zero. Fragment i of slice s is
+/// column col_base() + 4(i mod 2) at k = t + 4(i / 2) + 8s of the step (register_b_offsets).
+__device__ __forceinline__ void zero_tall_fragments_outside(uint32_t (&frag)[4][4], Pattern pattern, int col0, int k0) {
+  // The column minus the k of fragment 0 of slice 0; each other's differs by a constant.
+  const int diff = col0 + TallConfig::col_base() - k0 - (threadIdx.x & 3);
+  const bool at_most = pattern == Pattern::KAtMostOuter;  // k <= column; else k >= column
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int d = diff + 4 * (i & 1) - 4 * (i >> 1) - 8 * s;
+      if (at_most ? d < 0 : d > 0) frag[s][i] = 0u;
+    }
 }
 /// keep_fragments for a step's four slices.
 __device__ __forceinline__ void keep_tall_fragments(uint32_t (&frag)[4][4]) {
@@ -2343,6 +2361,7 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
 #pragma unroll 1
   for (; i < last; ++i) {
     const GemmWorkItem item = args.items[i];
+    const int col0 = item.tile_col * Cfg::kTileN;
     float acc[2][64];
 #pragma unroll
     for (int r = 0; r < 2; ++r)
@@ -2357,6 +2376,9 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
       const uint32_t a_tile = shared_address(a_tiles + stage * kAStage);
       const float* raw = b_raw + stage * kBStage;
       load_tall_fragments(raw, offset, frag);
+      // B's diagonal-crossing steps where its storage does not hold the zeros (A's always does).
+      if (needs_structural_zeros<ConfigTf32WgmmaRegisterB>(args.b, col0, k0))
+        zero_tall_fragments_outside(frag, args.b.pattern, col0, k0);
       wgmma_fence_operands(acc);
       wgmma_fence();
 #pragma unroll
@@ -2389,7 +2411,7 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     for (int r = 0; r < Cfg::kPerCol; ++r)
 #pragma unroll
       for (int c = 0; c < Cfg::kPerRow; ++c) acc_t[c][r] = acc[r][c];
-    store_tall_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc_t, out,
+    store_tall_tile(args, maps, item.tile_row * Cfg::kTile, col0, acc_t, out,
                     item.chunk_count > 1 ? args.counters + item.counter_index : nullptr);
   }
   // The tiles of zeros, from a box of the epilogue's buffer zeroed once its last stores have read it.
@@ -3891,9 +3913,10 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, int device) 
 }
 
 /// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs
-/// on the tall kernel: it has a tall schedule, both operands hold their structural zeros (Dense,
-/// or zeros_stored), C takes TMA stores (16-byte aligned rows), on the default loop with the
-/// register-B kernel on. Auto, besides: with one operand Dense (the tiles run long k-ranges), at
+/// on the tall kernel: it has a tall schedule, A holds its structural zeros (Dense, or
+/// zeros_stored; B's are written into its fragments where its storage lacks them, as in dB =
+/// triu(Aᵀ·G) with G read through C's structure), C takes TMA stores (16-byte aligned rows), on the
+/// default loop with the register-B kernel on. Auto, besides: with one operand Dense (the tiles run long k-ranges), at
 /// least one tile with a k-range per two SMs (the plan splits long tiles in two where that balances
 /// the blocks); with none (Upper·Upper), at least one per SM.
 /// Measured (H100, TF32, 2026-11-25, `bench_gemm_cuda --tf32 --tall always|never`, one binary, two
@@ -3913,7 +3936,8 @@ bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandV
   if (setting == TallTiles::Never || tf32_loop() != Tf32Loop::Auto || !register_b_on() ||
       cached.tall_on_device.items == nullptr)
     return false;
-  const bool zeros = (a.pattern == Pattern::All || a.zeros_stored) && (b.pattern == Pattern::All || b.zeros_stored);
+  // B's zeros are written into its fragments where its storage lacks them; A's must be there.
+  const bool zeros = a.pattern == Pattern::All || a.zeros_stored;
   const bool c_aligned = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0;
   if (!zeros || !c_aligned) return false;
   if (setting == TallTiles::Always) return true;

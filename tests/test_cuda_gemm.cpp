@@ -655,7 +655,7 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, off, false, 1});
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
-  cu::set_tall_tiles(cu::TallTiles::Never);  // (its products with stored zeros: CudaGemmTall)
+  cu::set_tall_tiles(cu::TallTiles::Never);  // (its products whose A holds its zeros: CudaGemmTall)
   std::mt19937_64 rng(13);
   // B's k-step as one 3-D box where its rows hold whole 32-column blocks: n = 640; n = 300 with
   // rows padded to 320 (columns 300…319 of the box come from the padding and meet only output
@@ -731,12 +731,15 @@ void expect_tall_cases(const std::vector<TallCase>& cases, std::mt19937_64& rng)
 
 TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
   // The tall kernel (256 × 128 tiles, persistent, the producer warp writing the tiles of zeros)
-  // takes the register-B kernel's products whose operands both hold their structural zeros (Dense,
-  // or vouched: zeros_stored) and whose C rows are 16-byte aligned; each product matches the
-  // reference, the tall kernel's or not. Edge tiles and a last k-step that is not whole (300, 1000),
-  // tiles of zeros (the Upper mask; A Upper of 520 × 300, whose tile rows past k = 300 have no
-  // k-range), a rectangular Dense A, Lower operands. Not taken: an unvouched triangular operand (its
-  // diagonal-crossing steps would need zeros written), C rows of 302 floats, the kernel turned off.
+  // takes the register-B kernel's products whose A holds its structural zeros (Dense, or vouched:
+  // zeros_stored) and whose C rows are 16-byte aligned; each product matches the reference, the
+  // tall kernel's or not. Edge tiles and a last k-step that is not whole (300, 1000), tiles of zeros
+  // (the Upper mask; A Upper of 520 × 300, whose tile rows past k = 300 have no k-range), a
+  // rectangular Dense A, Lower operands. An unvouched triangular B (random values outside its
+  // structure, which Upper·Upper and Dense·Upper would add into C) gets its zeros in its fragments,
+  // Upper (k at most the column) and Lower (at least). Not taken: an unvouched triangular A (its
+  // diagonal-crossing steps would need zeros written into shared memory), C rows of 302 floats, the
+  // kernel turned off.
   // Also a Symmetric A through its mirror copy. (Small enough for the sanitizers; the sizes of the
   // Auto rule are the next test's.)
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
@@ -752,6 +755,10 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
     cases.push_back({vouched(square(n, dense, lower, OutputMask::Upper)), forced, 0, true});
     cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), off, 0, false});
     cases.push_back({square(n, upper, upper, OutputMask::Upper), forced, 0, false});  // not vouched
+    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper), true, false), forced, 0, true});  // B not
+    cases.push_back({vouched(square(n, dense, upper, OutputMask::Full), true, false), forced, 0, true});
+    cases.push_back({vouched(square(n, dense, lower, OutputMask::Upper), true, false), forced, 0, true});
+    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper), false, true), forced, 0, false});  // A not
   }
   cases.push_back({vouched(square(302, upper, upper, OutputMask::Upper)), forced, 2, false});  // C rows unaligned
   cases.push_back({vouched(square(300, upper, upper, OutputMask::Upper)), forced, 20, true});  // padded rows
@@ -787,10 +794,13 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
   // block, split tiles, tiles of zeros). Sym·Dense with the mirror stored
   // (a Dense·Dense product whose B is k-major) too, with B as it lies, at 2048 and 4096: no relayout
   // copy (not at 1024, where B is not copied either; with the tall kernel off, B copied for the wide
-  // kernel). Above 4096 rows B is copied (Sym·Dense of 4352 × 4352 · 4352 × 512 here).
+  // kernel). Above 4096 rows B is copied (Sym·Dense of 4352 × 4352 · 4352 × 512 here). Upper·Upper's
+  // dB = triu(Aᵀ·G), A vouched and copied outer-major first, G read through C's structure (its zeros
+  // written into its fragments), as Upper·Upper: at 4096, not at 2048.
   // Each product against the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, sym{OperandKind::Symmetric, false};
+  const Variant lower_t{OperandKind::Lower, true};  // dB's op(A) = Aᵀ of an Upper A
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
   const auto automatic = cu::TallTiles::Auto;
   const std::vector<TallCase> cases = {
@@ -802,7 +812,9 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
       {vouched(square(3072, upper, upper, OutputMask::Upper)), automatic, 0, true},
       {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, true},
       {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true},
-      {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true}};
+      {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true},
+      {vouched(square(4096, lower_t, upper, OutputMask::Upper), true, false), automatic, 0, true},  // dB
+      {vouched(square(2048, lower_t, upper, OutputMask::Upper), true, false), automatic, 0, false}};
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
