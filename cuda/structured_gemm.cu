@@ -2453,6 +2453,9 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
 // =============================================================================================
 
 constexpr int kWideStages = 4;
+// The wide kernel's per-warpgroup barriers (zero_wide_rows_outside): this and the next id.
+constexpr int kWideWarpgroupBarrier = 2;
+static_assert(kWideWarpgroupBarrier > kConsumerBarrier, "distinct from the consumers' barrier");
 
 /// The wide kernel's tile: the wgmma config's accumulator layout and epilogue members, with
 /// 256 columns (each thread's two rows over the 32 n8 blocks) and the wide ring's buffers.
@@ -2529,6 +2532,31 @@ __device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, con
   if (counter != nullptr && threadIdx.x == 0 && !reduce) stored = counter;
 }
 
+/// A's structural zeros in the wide kernel's A tile of the k-step at k0 (rows from row0), for the
+/// 64 rows this thread's warpgroup multiplies, where A's storage does not hold them (a gradient read
+/// through C's structure, as G of dA = triu(G·Bᵀ)): 4 of the 512 16-byte chunks per thread of the
+/// warpgroup, as zero_outside_structure does for a whole tile. Then the proxy fence and the
+/// warpgroup's own barrier: the other warpgroup reads none of these rows.
+__device__ __forceinline__ void zero_wide_rows_outside(float* tile, Pattern pattern, int row0, int k0) {
+  using Cfg = WideConfig;
+  const int warpgroup = threadIdx.x >> 7;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int q = (threadIdx.x & 127) + c * 128;
+    const int row = 64 * warpgroup + (q >> 3), k = 4 * (q & 7);
+    float* chunk = wgmma_tile_chunk<Cfg>(tile, row, k);
+    float value[4];
+    load4_shared(chunk, value);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (!pattern_allows(pattern, row0 + row, k0 + k + j)) value[j] = 0.0f;
+    store_vec_shared(chunk, value);
+  }
+  fence_shared_for_async_proxy();
+  if (warpgroup == 0) named_barrier_sync(kWideWarpgroupBarrier, 128);  // (ids known to ptxas)
+  else named_barrier_sync(kWideWarpgroupBarrier + 1, 128);
+}
+
 __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     structured_gemm_wide_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps, const int* offsets) {
   using Cfg = WideConfig;
@@ -2571,9 +2599,16 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
   const uint32_t a_rows = (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);  // this warpgroup's rows
   const bool signals = (threadIdx.x & 127) == 0;
   int* stored = nullptr;  // thread 0's: the split tile whose stores it has yet to count (store_wide_tile)
+  const bool tma_stores = maps.has & kCStore;
+  bool zero_tiles = false;  // the block has tiles of zeros, stored after its other items
 #pragma unroll 1
   for (int i = first; i < last; ++i) {
     const GemmWorkItem item = args.items[i];
+    if (tma_stores && item.k_begin >= item.k_end) {
+      zero_tiles = true;
+      continue;
+    }
+    const int row0 = item.tile_row * Cfg::kTile;
     float acc[Cfg::kPerRow][Cfg::kPerCol];
 #pragma unroll
     for (int r = 0; r < Cfg::kPerRow; ++r)
@@ -2583,6 +2618,8 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
 #pragma unroll 1
     for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
       mbarrier_wait(full + stage, round & 1);
+      // A's diagonal-crossing steps where its storage does not hold the zeros (B's always does).
+      if (needs_structural_zeros<Cfg>(args.a, row0, k0)) zero_wide_rows_outside(a_tiles + stage * kAStage, args.a.pattern, row0, k0);
       const uint32_t a_base = shared_address(a_tiles + stage * kAStage) + a_rows;
       const uint32_t b_base = shared_address(b_tiles + stage * kBStage);
       wgmma_fence_operands(acc);
@@ -2601,17 +2638,36 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     wgmma_wait_all();
     wgmma_fence_operands(acc);
     if (signals && released >= 0) mbarrier_arrive(empty + released);
-    if (maps.has & kCStore)
-      store_wide_tile(args, maps, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, out,
+    if (tma_stores)
+      store_wide_tile(args, maps, row0, item.tile_col * Cfg::kTileN, acc, out,
                       item.chunk_count > 1 ? args.counters + item.counter_index : nullptr, stored);
     else  // (the plan without split tiles: wide_tile_plan's, WideSplit::Never)
-      write_tile<Cfg, true>(args, item, item.tile_row * Cfg::kTile, item.tile_col * Cfg::kTileN, acc, last_chunk,
-                            threadIdx.x);
+      write_tile<Cfg, true>(args, item, row0, item.tile_col * Cfg::kTileN, acc, last_chunk, threadIdx.x);
   }
-  if (threadIdx.x == 0 && (maps.has & kCStore)) {
-    wide_tile_stored(stored);
-    tma_store_wait_read();  // the boxes must outlive the stores' reads
+  if (!tma_stores) return;
+  if (threadIdx.x == 0) wide_tile_stored(stored);
+  // The tiles of zeros (the Upper mask's tiles below the diagonal), from the first box of the
+  // epilogue's buffer zeroed once the last stores have read it: eight stores of 128 × 32 each.
+  if (zero_tiles) {
+    if (threadIdx.x == 0) tma_store_wait_read();
+    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int c = 0; c < Cfg::kOutBoxBytes / 16 / Cfg::kThreads; ++c)
+      store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * Cfg::kThreads)), z);
+    fence_shared_for_async_proxy();
+    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    if (threadIdx.x == 0) {
+      for (int t = first; t < last; ++t) {
+        const GemmWorkItem& item = args.items[t];
+        if (item.k_begin < item.k_end) continue;
+#pragma unroll
+        for (int q = 0; q < Cfg::kTileN / Cfg::kOutCols; ++q)
+          tma_store_tile(&maps.c, item.tile_col * Cfg::kTileN + Cfg::kOutCols * q, item.tile_row * Cfg::kTile, out);
+      }
+    }
   }
+  if (threadIdx.x == 0) tma_store_wait_read();  // the boxes must outlive the stores' reads
 }
 
 // =============================================================================================
@@ -3350,9 +3406,10 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
 
 }  // namespace
 
-TallPlan tall_tile_plan(const GemmProblem& p, int sms) {
-  constexpr int kRows = TallConfig::kTile, kCols = TallConfig::kTileN;
-  SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric, "tall_tile_plan: needs sms > 0 and a mask other than Symmetric");
+TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols) {
+  const int kRows = rows, kCols = cols;
+  SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric && rows > 0 && cols > 0,
+           "tall_tile_plan: needs sms > 0, tiles and a mask other than Symmetric");
   const int64_t tile_rows = (p.m + kRows - 1) / kRows, tile_cols = (p.n + kCols - 1) / kCols;
   std::vector<GemmWorkItem> tiles, zeros;
   for (int64_t i = 0; i < tile_rows; ++i) {
@@ -3510,6 +3567,7 @@ std::atomic<int> current_wide_tiles{static_cast<int>(WideTiles::Auto)};
 std::atomic<int> current_fp32_loop{static_cast<int>(Fp32Loop::Auto)};
 std::atomic<int64_t> dmma_launch_count{0};
 std::atomic<int64_t> wide_launch_count{0};
+std::atomic<int64_t> wide_structured_launch_count{0};
 std::atomic<bool> current_wide_tma_store{true};
 std::atomic<int64_t> wide_tma_store_launch_count{0};
 std::atomic<int> current_wide_split{static_cast<int>(WideSplit::Auto)};
@@ -3526,6 +3584,16 @@ bool tall_shape(const GemmProblem& p) {
   return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
          p.b.kind != OperandKind::Symmetric && !p.a.trans && !p.b.trans &&
          (is_triangular(p.a.kind) || is_triangular(p.b.kind) || dense_dense) && p.m >= TallConfig::kTile;
+}
+
+/// Whether product `p` has the shape of the wide kernel's structured products (its plan gets their
+/// schedule): both operands outer-major (A not transposed, B transposed), neither Symmetric, one
+/// of them Upper or Lower (dA = triu(G·Bᵀ) and its kin), a mask other than Symmetric (the tiles go
+/// out by TMA stores), and at least one whole tile row.
+bool wide_structured_shape(const GemmProblem& p) {
+  return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
+         p.b.kind != OperandKind::Symmetric && !p.a.trans && p.b.trans &&
+         (is_triangular(p.a.kind) || is_triangular(p.b.kind)) && p.m >= WideConfig::kTile;
 }
 
 /// Whether `loop` is the wgmma loop with every kind of TMA copy (direct, raw, diagonal-crossing,
@@ -3553,6 +3621,10 @@ struct CachedPlan {
   size_t wide_tiles = 0;
   WidePlan wide_split, wide_whole;
   DeviceBlockPlan wide_split_on_device, wide_whole_on_device;
+  // The wide kernel's schedule of a structured product (wide_structured_shape): tall_tile_plan's
+  // deal in shared-panel order with 128 × 256 tiles; empty otherwise.
+  TallPlan wide_structured;
+  DeviceBlockPlan wide_structured_on_device;
   // The plan's items without the tiles below the diagonal (items_with_mirror_zeros), for wgmma
   // products under an Upper mask; empty otherwise.
   std::vector<GemmWorkItem> mirrored;
@@ -3656,6 +3728,8 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   }
   if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
   if (wgmma && tall_shape(p)) entry->tall = tall_tile_plan(p, sms);
+  if (wgmma && wide_structured_shape(p))
+    entry->wide_structured = tall_tile_plan(p, sms, WideConfig::kTile, WideConfig::kTileN);
 
   // Upload once into one device table: the plan's items and counters (zeroed), then the other
   // lists. lay_out runs twice with the same calls: first to size the table (base null), then to
@@ -3690,6 +3764,7 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     entry->wide_whole_on_device = block_plan(entry->wide_whole);
     entry->mirrored_items = items_of(entry->mirrored);
     entry->tall_on_device = block_plan(entry->tall);
+    entry->wide_structured_on_device = block_plan(entry->wide_structured);
   };
   lay_out();
   entry->device_table = std::make_unique<Storage>(used, Device(DeviceType::CUDA, device));
@@ -3912,6 +3987,24 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, int device) 
   return split || 10 * items >= 8 * rounds * sms;
 }
 
+/// Whether a structured product with both operands' direct maps (wide_structured_shape; views and
+/// output in `args`) runs on the wide kernel from its panel-ordered schedule: B holds its
+/// structural zeros (Dense, or zeros_stored; A's are written into its tile where the storage lacks
+/// them, zero_wide_rows_outside), C takes TMA stores (the tiles of zeros and the split tiles go out
+/// by them), on the default loop. Auto: both operands Upper or Lower (Upper·Upper's dA =
+/// triu(G·Bᵀ)) and at least one tile with a k-range per SM.
+/// Measured: docs/structured_gemm.md, "dA on the wide kernel".
+bool wide_structured_pays(const GemmArgs<float>& args, const CachedPlan& cached, int device) {
+  const WideTiles setting = wide_tiles();
+  if (setting == WideTiles::Never || tf32_loop() != Tf32Loop::Auto || !wide_tma_store() ||
+      cached.wide_structured_on_device.items == nullptr || !output_map_possible(args))
+    return false;
+  if (args.b.pattern != Pattern::All && !args.b.zeros_stored) return false;
+  if (setting == WideTiles::Always) return true;
+  const bool both_triangular = args.a.pattern != Pattern::All && args.b.pattern != Pattern::All;
+  return both_triangular && cached.wide_structured.compute_tiles >= static_cast<int64_t>(sm_count(device));
+}
+
 /// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs
 /// on the tall kernel: it has a tall schedule, A holds its structural zeros (Dense, or
 /// zeros_stored; B's are written into its fragments where its storage lacks them, as in dB =
@@ -3985,6 +4078,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   TmaMaps maps{};
   bool wide = false;  // the wide kernel's 128 × 256 tiles (its B maps have 256-row boxes)
   bool tall = false;  // the tall kernel's 256 × 128 tiles (its A map has 256-row boxes)
+  bool wide_structured = false;  // the wide kernel on a structured product's panel-ordered schedule
   if constexpr (Cfg::kWgmma) {
     const Tf32Loop loop = tf32_loop();
     if (full_tma(loop) || loop == Tf32Loop::WgmmaTmaOuterMajor) {
@@ -3995,6 +4089,8 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       wide = maps.has == (kADirect | kBDirect) && args.a.pattern == Pattern::All &&
              args.b.pattern == Pattern::All && cached.wide_split_on_device.items != nullptr &&
              wide_tiles_pay(p, cached.wide_tiles, wide_split_runs(args, cached), device);
+      wide_structured = !wide && maps.has == (kADirect | kBDirect) && wide_structured_pays(args, cached, device);
+      wide = wide || wide_structured;
       tall = maps.has == (kADirect | kBRaw) && tall_pays(p, args.a, args.b, cached, device);
       const cuuint32_t a_rows = tall ? TallConfig::kTile : Cfg::kTile;
       const cuuint32_t b_rows = wide ? WideConfig::kTileN : Cfg::kTile;
@@ -4023,6 +4119,19 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
+    if (wide_structured) {
+      SG_CHECK(encode_output_map(args, &maps.c), "structured gemm: the wide kernel's output map");
+      maps.has |= kCStore;
+      args.items = cached.wide_structured_on_device.items;
+      args.counters = cached.wide_structured_on_device.counters;
+      const unsigned grid = static_cast<unsigned>(cached.wide_structured.offsets.size() - 1);
+      structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
+                                    stream(device)>>>(args, maps, cached.wide_structured_on_device.offsets);
+      SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
+      wide_launch_count.fetch_add(1, std::memory_order_relaxed);
+      wide_structured_launch_count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     if (wide) {
       // The tiles by TMA stores where C takes them (measured: docs/structured_gemm.md, "The wide
       // kernel's epilogue by TMA").
@@ -4353,6 +4462,8 @@ void set_wide_tiles(WideTiles setting) { current_wide_tiles.store(static_cast<in
 WideTiles wide_tiles() { return static_cast<WideTiles>(current_wide_tiles.load()); }
 
 int64_t wide_launches() { return wide_launch_count.load(); }
+
+int64_t wide_structured_launches() { return wide_structured_launch_count.load(); }
 
 void set_tall_tiles(TallTiles setting) { current_tall_tiles.store(static_cast<int>(setting)); }
 

@@ -155,11 +155,19 @@ int64_t mirror_zero_launches();
 /// items are at least 80 % full, except under an Upper mask (docs/structured_gemm.md, "The wide
 /// kernel"); Never and Always for tests and the benchmark's comparison. Only on the default loop
 /// (Tf32Loop::Auto).
+/// Products whose operands both come directly and one or both are Upper or Lower (dA = triu(G·Bᵀ)
+/// of Upper·Upper) run on it too, from a schedule dealt in shared-panel order (tall_tile_plan with
+/// 128 × 256 tiles), where B holds its structural zeros (Dense, or zeros_stored; A's are written
+/// into its tile where its storage lacks them) and C takes TMA stores. Auto: both operands Upper
+/// or Lower and at least one tile with a k-range per SM (docs/structured_gemm.md, "dA on the wide
+/// kernel").
 enum class WideTiles : uint8_t { Auto, Never, Always };
 void set_wide_tiles(WideTiles setting);
 WideTiles wide_tiles();
 /// Launches of the wide kernel since the process started (for the tests).
 int64_t wide_launches();
+/// Those of them that ran a structured product from its panel-ordered schedule (for the tests).
+int64_t wide_structured_launches();
 /// Whether the wide kernel writes its tiles by TMA stores where C takes them (16-byte aligned rows,
 /// a mask other than Symmetric; docs/structured_gemm.md, "The wide kernel's epilogue by TMA"). On by
 /// default; off for the tests and the benchmark's comparison.
@@ -223,12 +231,13 @@ int64_t tall_launches();
 /// the model's makespan is 2 % shorter for it, the tiles longer than a cap are cut into two chunks
 /// (chunk_count 2, counter_index their arrival counter): the first chunk to finish stores its
 /// partial tile, the second adds its own to it by TMA reductions, so the sum is the same in either
-/// order. Pure host code.
+/// order. `rows` × `cols`: the tile (the wide kernel's structured products take 128 × 256: see
+/// WideTiles). Pure host code.
 struct TallPlan : BlockPlan {
   int64_t compute_tiles = 0;  // tiles with a k-range
   double mean_load = 0;       // the unsplit tiles' load per block
 };
-TallPlan tall_tile_plan(const GemmProblem& p, int sms);
+TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows = 256, int cols = 128);
 
 /// Which loop exact float32 products (not TF32 mode) run. Auto: the large tiles on the FP64 tensor
 /// cores (Float32Dmma) where the device is compute capability 9.0 with full-rate float64 and the

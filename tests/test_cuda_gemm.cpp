@@ -1291,6 +1291,81 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRound
   EXPECT_EQ(cu::wide_split_launches() - split, 1) << describe(p, sg::kFloat32);
 }
 
+TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenInItsTile) {
+  // The wide kernel takes the structured products whose operands both come directly (A not
+  // transposed, B transposed, one or both Upper or Lower) from tall_tile_plan's deal of 128 × 256
+  // tiles, where B holds its structural zeros and C takes TMA stores. A's zeros, where its storage
+  // lacks them, are written into its tile in the diagonal-crossing steps: with a Dense B (Upper·Dᵀ,
+  // Lower·Dᵀ) the random values outside A's structure would otherwise reach C. Upper·Upper's dA =
+  // triu(G·Bᵀ) (G unvouched) has tiles of zeros, stored after a block's other items; edge tiles and
+  // a last k-step that is not whole (300, 1000); small sizes split long tiles, whose chunks meet in C.
+  // Not taken: a B that does not hold its zeros, the kernel turned off. Each against the reference.
+  // (Small enough for the sanitizers; Auto's sizes are the next test's.)
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false};
+  const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
+  struct Case {
+    GemmProblem p;
+    cu::WideTiles setting;
+    bool structured;  // on the wide kernel's structured schedule
+  };
+  const auto forced = cu::WideTiles::Always;
+  std::vector<Case> cases;
+  for (int64_t n : {300, 640, 1000}) {
+    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), forced, true});  // dA
+    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper)), forced, true});
+    cases.push_back({square(n, upper, dense_t, OutputMask::Full), forced, true});  // A's zeros not stored
+    cases.push_back({square(n, lower, dense_t, OutputMask::Full), forced, true});
+    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), forced, false});  // B's zeros not stored
+    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper)), cu::WideTiles::Never, false});
+  }
+  std::mt19937_64 rng(41);
+  for (const Case& c : cases) {
+    cu::set_wide_tiles(c.setting);
+    const int64_t before = cu::wide_structured_launches();
+    SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+    EXPECT_EQ(cu::wide_structured_launches() - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
+  }
+  cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
+TEST(CudaGemmWide, AutoTakesUpperTimesUpperDaFromOneTilePerSmWithTheSameBitsEachLaunch) {
+  // On Auto the wide kernel's structured schedule takes dA = triu(G·Bᵀ) of Upper·Upper (G
+  // unvouched) at 4096 (272 tiles of 128 × 256 with a k-range), not at 2048 (72), nor the
+  // one-triangular Upper·Dᵀ at 4096; each against the reference. dA at 4096, whose plan splits
+  // tiles, gives the same bits in eight launches (the chunks meet in C in either order).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
+  struct Case {
+    GemmProblem p;
+    bool structured;  // on the wide kernel's structured schedule
+  };
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (sms <= 72 || sms > 156)
+    GTEST_SKIP() << "the cases assume 73 to 156 SMs (dA at 2048: 72 tiles with a k-range), this device has " << sms;
+  std::mt19937_64 rng(43);
+  const GemmProblem da = vouched(square(4096, upper, lower_t, OutputMask::Upper), false, true);
+  const std::vector<Case> cases = {{da, true},
+                                   {vouched(square(2048, upper, lower_t, OutputMask::Upper), false, true), false},
+                                   {square(4096, upper, dense_t, OutputMask::Upper), false}};
+  for (const Case& c : cases) {
+    const int64_t before = cu::wide_structured_launches();
+    SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
+    EXPECT_EQ(cu::wide_structured_launches() - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
+  }
+  GemmProblem planned = da;
+  planned.tf32 = true;
+  ASSERT_GT(cu::tall_tile_plan(planned, sms, 128, 256).split_tiles, 0) << "dA at 4096 splits tiles";
+  const int64_t before = cu::wide_structured_launches();
+  expect_the_same_bits_each_launch(planned, rng, 8, describe(da, sg::kFloat32));
+  EXPECT_EQ(cu::wide_structured_launches() - before, 8);
+}
+
 using sg::detail::cuda::GemmSchedule;
 using sg::detail::cuda::GemmWorkItem;
 using sg::detail::cuda::plan_structured_gemm;
