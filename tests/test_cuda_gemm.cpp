@@ -729,7 +729,7 @@ void expect_tall_cases(const std::vector<TallCase>& cases, std::mt19937_64& rng)
   }
 }
 
-TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseOperandsHoldTheirZeros) {
+TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseAHoldsItsZeros) {
   // The tall kernel (256 × 128 tiles, persistent, the producer warp writing the tiles of zeros)
   // takes the register-B kernel's products whose A holds its structural zeros (Dense, or vouched:
   // zeros_stored) and whose C rows are 16-byte aligned; each product matches the reference, the
