@@ -3991,9 +3991,11 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, int device) 
 /// output in `args`) runs on the wide kernel from its panel-ordered schedule: B holds its
 /// structural zeros (Dense, or zeros_stored; A's are written into its tile where the storage lacks
 /// them, zero_wide_rows_outside), C takes TMA stores (the tiles of zeros and the split tiles go out
-/// by them), on the default loop. Auto: both operands Upper or Lower (Upper·Upper's dA =
-/// triu(G·Bᵀ)) and at least one tile with a k-range per SM.
-/// Measured: docs/structured_gemm.md, "dA on the wide kernel".
+/// by them), on the default loop. Auto: at least one tile with a k-range per SM where both
+/// operands are Upper or Lower (Upper·Upper's dA = triu(G·Bᵀ): from 3072 on), one per two SMs
+/// where one is Dense (the dA = G·Uᵀ of Dense·Upper and Sym·Upper, the Upper·Sym forward with the
+/// mirror stored: from 2048 on), as tall_pays. Measured: docs/structured_gemm.md, "dA on the wide
+/// kernel".
 bool wide_structured_pays(const GemmArgs<float>& args, const CachedPlan& cached, int device) {
   const WideTiles setting = wide_tiles();
   if (setting == WideTiles::Never || tf32_loop() != Tf32Loop::Auto || !wide_tma_store() ||
@@ -4001,8 +4003,8 @@ bool wide_structured_pays(const GemmArgs<float>& args, const CachedPlan& cached,
     return false;
   if (args.b.pattern != Pattern::All && !args.b.zeros_stored) return false;
   if (setting == WideTiles::Always) return true;
-  const bool both_triangular = args.a.pattern != Pattern::All && args.b.pattern != Pattern::All;
-  return both_triangular && cached.wide_structured.compute_tiles >= static_cast<int64_t>(sm_count(device));
+  const bool one_dense = args.a.pattern == Pattern::All || args.b.pattern == Pattern::All;
+  return (one_dense ? 2 : 1) * cached.wide_structured.compute_tiles >= static_cast<int64_t>(sm_count(device));
 }
 
 /// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs

@@ -158,9 +158,9 @@ int64_t mirror_zero_launches();
 /// Products whose operands both come directly and one or both are Upper or Lower (dA = triu(G·Bᵀ)
 /// of Upper·Upper) run on it too, from a schedule dealt in shared-panel order (tall_tile_plan with
 /// 128 × 256 tiles), where B holds its structural zeros (Dense, or zeros_stored; A's are written
-/// into its tile where its storage lacks them) and C takes TMA stores. Auto: both operands Upper
-/// or Lower and at least one tile with a k-range per SM (docs/structured_gemm.md, "dA on the wide
-/// kernel").
+/// into its tile where its storage lacks them) and C takes TMA stores. Auto: at least one tile
+/// with a k-range per SM where both operands are Upper or Lower, one per two SMs where one is Dense
+/// (docs/structured_gemm.md, "dA on the wide kernel").
 enum class WideTiles : uint8_t { Auto, Never, Always };
 void set_wide_tiles(WideTiles setting);
 WideTiles wide_tiles();

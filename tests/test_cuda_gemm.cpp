@@ -1331,11 +1331,12 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
   cu::set_wide_tiles(cu::WideTiles::Auto);
 }
 
-TEST(CudaGemmWide, AutoTakesUpperTimesUpperDaFromOneTilePerSmWithTheSameBitsEachLaunch) {
+TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms) {
   // On Auto the wide kernel's structured schedule takes dA = triu(G·Bᵀ) of Upper·Upper (G
-  // unvouched) at 4096 (272 tiles of 128 × 256 with a k-range), not at 2048 (72), nor the
-  // one-triangular Upper·Dᵀ at 4096; each against the reference. dA at 4096, whose plan splits
-  // tiles, gives the same bits in eight launches (the chunks meet in C in either order).
+  // unvouched) at 4096 (272 tiles of 128 × 256 with a k-range), not at 2048 (72); with one Dense
+  // operand (Upper·Dᵀ, the shape of Upper·Sym with the mirror stored) from one tile per two SMs:
+  // at 2048 (128 tiles), not at 1024 (32). Each against the reference. dA at 4096, whose plan
+  // splits tiles, gives the same bits in eight launches (the chunks meet in C in either order).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
@@ -1347,12 +1348,15 @@ TEST(CudaGemmWide, AutoTakesUpperTimesUpperDaFromOneTilePerSmWithTheSameBitsEach
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   if (sms <= 72 || sms > 156)
-    GTEST_SKIP() << "the cases assume 73 to 156 SMs (dA at 2048: 72 tiles with a k-range), this device has " << sms;
+    GTEST_SKIP() << "the cases assume 73 to 156 SMs (dA at 2048: 72 tiles with a k-range; Upper·Dᵀ at 1024: 32, "
+                    "at 2048: 128), this device has "
+                 << sms;
   std::mt19937_64 rng(43);
   const GemmProblem da = vouched(square(4096, upper, lower_t, OutputMask::Upper), false, true);
   const std::vector<Case> cases = {{da, true},
                                    {vouched(square(2048, upper, lower_t, OutputMask::Upper), false, true), false},
-                                   {square(4096, upper, dense_t, OutputMask::Upper), false}};
+                                   {square(2048, upper, dense_t, OutputMask::Full), true},
+                                   {square(1024, upper, dense_t, OutputMask::Full), false}};
   for (const Case& c : cases) {
     const int64_t before = cu::wide_structured_launches();
     SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
