@@ -2444,12 +2444,16 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
 // Block b runs items b, b + gridDim.x, …; its producer warp runs ahead through them, so an
 // item's first copies land while the consumers still write the previous item's tile. Two
 // consumer warpgroups of 64 × 256 (wgmma m64n256k8, 128 accumulators per thread), a ring of
-// kWideStages buffers of A (16 KB) and B (32 KB), the pipelined kernel's mbarrier protocol. No
-// structural zeros (Dense operands only; copies fill rows and k beyond the operands with zeros).
+// kWideStages buffers of A (16 KB) and B (32 KB), the pipelined kernel's mbarrier protocol.
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of wide_tile_plan's schedule: whole tiles
 // in rounds of one per block, and where the tiles leave the last round part empty, that round's
 // tiles cut in k, the tails run by the blocks without a tile there (the two chunks meet in C by a
 // TMA store and a TMA reduction, as the tall kernel's do; only where C takes TMA stores).
+// Structured products (one or both operands Upper or Lower: Upper·Upper's dA = triu(G·Bᵀ)) run from
+// tall_tile_plan's deal of 128 × 256 tiles in shared-panel order instead, with their k-ranges and
+// tiles of zeros (stored from a zeroed box after the block's other items); B must hold its zeros,
+// A's are written into its tile where its storage lacks them (zero_wide_rows_outside). Copies fill
+// rows and k beyond the operands with zeros.
 // =============================================================================================
 
 constexpr int kWideStages = 4;
