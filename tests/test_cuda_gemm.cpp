@@ -1744,102 +1744,114 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
   // per split tile), with the k-range of structured_k_range (empty where it lies below an Upper
   // mask's diagonal), and the modelled makespan: never over the unsplit heaviest-first deal's, and
   // at 4096 within one item of the mean load; Upper·Upper's longest tile, which alone would set the
-  // makespan, split.
+  // makespan, split. The same with 128 × 256 tiles for the wide kernel's structured products (dA =
+  // triu(G·Bᵀ), Dense·Lowerᵀ, Upper·Dᵀ), whose dA at 4096 splits tiles too.
   const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
-  for (int64_t n : {300, 1000, 4096}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full),
-                                 square(n, lower, upper, OutputMask::Full)}) {
-      const int sms = 132;
-      const cu::TallPlan plan = cu::tall_tile_plan(p, sms);
-      const std::string what = describe(p, sg::kFloat32);
-      ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
-      EXPECT_EQ(plan.offsets.front(), 0) << what;
-      EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
-      std::map<std::pair<int, int>, std::vector<GemmWorkItem>> by_tile;
-      std::set<int> counters;
-      int64_t computed = 0;
-      double makespan = 0;
-      std::vector<double> loads;      // each block's model load without its tiles of zeros
-      std::vector<int> zero_counts;   // and its count of them
-      for (int b = 0; b < sms; ++b) {
-        ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
-        bool computing = false;
-        double load = 0;
-        zero_counts.push_back(0);
-        for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
-          const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
-          const bool zeros = item.k_begin >= item.k_end;
-          EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
-          computing = computing || !zeros;
-          zero_counts.back() += zeros ? 1 : 0;
-          if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + 5.0 + (item.chunk_count > 1 ? 2.0 : 0.0);
-          auto& chunks = by_tile[{item.tile_row, item.tile_col}];
-          if (item.chunk_count == 1) {
-            EXPECT_TRUE(chunks.empty()) << what << ": a tile twice";
-            computed += zeros ? 0 : 1;
-          } else {
-            EXPECT_EQ(item.chunk_count, 2) << what;
-            EXPECT_FALSE(zeros) << what;
-            EXPECT_TRUE(item.counter_index >= 0 && item.counter_index < plan.split_tiles) << what;
-            if (item.chunk == 0) {
-              ++computed;
-              EXPECT_TRUE(counters.insert(item.counter_index).second) << what << ": a counter twice";
+  const Variant lower_t{OperandKind::Lower, true}, dense_t{OperandKind::Dense, true};
+  const std::vector<std::pair<int, int>> tiles = {{256, 128}, {128, 256}};  // tall, then wide
+  for (const auto& [tile_rows, tile_cols] : tiles) {
+    const bool wide = tile_rows == 128;
+    for (int64_t n : {300, 1000, 4096}) {
+      const std::vector<GemmProblem> products =
+          wide ? std::vector<GemmProblem>{square(n, upper, lower_t, OutputMask::Upper),
+                                          square(n, dense, lower_t, OutputMask::Full),
+                                          square(n, upper, dense_t, OutputMask::Full)}
+               : std::vector<GemmProblem>{square(n, upper, upper, OutputMask::Upper),
+                                          square(n, dense, upper, OutputMask::Full),
+                                          square(n, lower, upper, OutputMask::Full)};
+      for (const GemmProblem& p : products) {
+        const int sms = 132;
+        const cu::TallPlan plan = cu::tall_tile_plan(p, sms, tile_rows, tile_cols);
+        const std::string what = describe(p, sg::kFloat32);
+        ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
+        EXPECT_EQ(plan.offsets.front(), 0) << what;
+        EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
+        std::map<std::pair<int, int>, std::vector<GemmWorkItem>> by_tile;
+        std::set<int> counters;
+        int64_t computed = 0;
+        double makespan = 0;
+        std::vector<double> loads;      // each block's model load without its tiles of zeros
+        std::vector<int> zero_counts;   // and its count of them
+        for (int b = 0; b < sms; ++b) {
+          ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
+          bool computing = false;
+          double load = 0;
+          zero_counts.push_back(0);
+          for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
+            const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
+            const bool zeros = item.k_begin >= item.k_end;
+            EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
+            computing = computing || !zeros;
+            zero_counts.back() += zeros ? 1 : 0;
+            if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + 5.0 + (item.chunk_count > 1 ? 2.0 : 0.0);
+            auto& chunks = by_tile[{item.tile_row, item.tile_col}];
+            if (item.chunk_count == 1) {
+              EXPECT_TRUE(chunks.empty()) << what << ": a tile twice";
+              computed += zeros ? 0 : 1;
+            } else {
+              EXPECT_EQ(item.chunk_count, 2) << what;
+              EXPECT_FALSE(zeros) << what;
+              EXPECT_TRUE(item.counter_index >= 0 && item.counter_index < plan.split_tiles) << what;
+              if (item.chunk == 0) {
+                ++computed;
+                EXPECT_TRUE(counters.insert(item.counter_index).second) << what << ": a counter twice";
+              }
+            }
+            chunks.push_back(item);
+          }
+          makespan = std::max(makespan, load);
+          loads.push_back(load);
+        }
+        // The tiles of zeros went one by one to the least loaded block (2 k-steps each, ties: the lowest index).
+        std::vector<int> expected_zeros(static_cast<size_t>(sms), 0);
+        for (int z = 0; z < std::accumulate(zero_counts.begin(), zero_counts.end(), 0); ++z) {
+          const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
+          ++expected_zeros[b];
+          loads[b] += 2.0;
+        }
+        EXPECT_EQ(zero_counts, expected_zeros) << what;
+        EXPECT_EQ(computed, plan.compute_tiles) << what;
+        EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
+        EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
+        const int64_t rows = (n + tile_rows - 1) / tile_rows, cols = (n + tile_cols - 1) / tile_cols;
+        ASSERT_EQ(by_tile.size(), static_cast<size_t>(rows * cols)) << what;
+        int64_t longest = 0;
+        for (auto& [tile, chunks] : by_tile) {
+          const int64_t row0 = tile_rows * int64_t(tile.first), col0 = tile_cols * int64_t(tile.second);
+          const sg::detail::KRange range = p.mask == OutputMask::Upper && row0 >= std::min(col0 + tile_cols, n)
+                                               ? sg::detail::KRange{0, 0}
+                                               : sg::detail::structured_k_range(p.a.kind, p.b.kind, row0,
+                                                                                std::min(row0 + tile_rows, n), col0,
+                                                                                std::min(col0 + tile_cols, n), p.k);
+          if (range.end <= range.begin) {
+            ASSERT_EQ(chunks.size(), 1u) << what;
+            EXPECT_GE(chunks[0].k_begin, chunks[0].k_end) << what;
+            continue;
+          }
+          std::sort(chunks.begin(), chunks.end(),
+                    [](const GemmWorkItem& x, const GemmWorkItem& y) { return x.chunk < y.chunk; });
+          ASSERT_EQ(chunks.size(), static_cast<size_t>(chunks[0].chunk_count)) << what;
+          EXPECT_EQ(chunks.front().k_begin, range.begin) << what;
+          EXPECT_EQ(chunks.back().k_end, range.end) << what;
+          for (size_t c = 0; c < chunks.size(); ++c) {
+            EXPECT_EQ(chunks[c].chunk, static_cast<int32_t>(c)) << what;
+            EXPECT_LT(chunks[c].k_begin, chunks[c].k_end) << what;
+            EXPECT_EQ(chunks[c].k_begin % 32, 0) << what;
+            if (c > 0) {
+              EXPECT_EQ(chunks[c].k_begin, chunks[c - 1].k_end) << what;
+              EXPECT_EQ(chunks[c].counter_index, chunks[0].counter_index) << what;
             }
           }
-          chunks.push_back(item);
+          longest = std::max<int64_t>(longest, (range.end - range.begin + 31) / 32);
         }
-        makespan = std::max(makespan, load);
-        loads.push_back(load);
-      }
-      // The tiles of zeros went one by one to the least loaded block (2 k-steps each, ties: the lowest index).
-      std::vector<int> expected_zeros(static_cast<size_t>(sms), 0);
-      for (int z = 0; z < std::accumulate(zero_counts.begin(), zero_counts.end(), 0); ++z) {
-        const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
-        ++expected_zeros[b];
-        loads[b] += 2.0;
-      }
-      EXPECT_EQ(zero_counts, expected_zeros) << what;
-      EXPECT_EQ(computed, plan.compute_tiles) << what;
-      EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
-      EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
-      const int64_t rows = (n + 255) / 256, cols = (n + 127) / 128;
-      ASSERT_EQ(by_tile.size(), static_cast<size_t>(rows * cols)) << what;
-      int64_t longest = 0;
-      for (auto& [tile, chunks] : by_tile) {
-        const int64_t row0 = 256 * int64_t(tile.first), col0 = 128 * int64_t(tile.second);
-        const sg::detail::KRange range = p.mask == OutputMask::Upper && row0 >= std::min(col0 + 128, n)
-                                             ? sg::detail::KRange{0, 0}
-                                             : sg::detail::structured_k_range(p.a.kind, p.b.kind, row0,
-                                                                              std::min(row0 + 256, n), col0,
-                                                                              std::min(col0 + 128, n), p.k);
-        if (range.end <= range.begin) {
-          ASSERT_EQ(chunks.size(), 1u) << what;
-          EXPECT_GE(chunks[0].k_begin, chunks[0].k_end) << what;
-          continue;
-        }
-        std::sort(chunks.begin(), chunks.end(),
-                  [](const GemmWorkItem& x, const GemmWorkItem& y) { return x.chunk < y.chunk; });
-        ASSERT_EQ(chunks.size(), static_cast<size_t>(chunks[0].chunk_count)) << what;
-        EXPECT_EQ(chunks.front().k_begin, range.begin) << what;
-        EXPECT_EQ(chunks.back().k_end, range.end) << what;
-        for (size_t c = 0; c < chunks.size(); ++c) {
-          EXPECT_EQ(chunks[c].chunk, static_cast<int32_t>(c)) << what;
-          EXPECT_LT(chunks[c].k_begin, chunks[c].k_end) << what;
-          EXPECT_EQ(chunks[c].k_begin % 32, 0) << what;
-          if (c > 0) {
-            EXPECT_EQ(chunks[c].k_begin, chunks[c - 1].k_end) << what;
-            EXPECT_EQ(chunks[c].counter_index, chunks[0].counter_index) << what;
+        EXPECT_LE(plan.makespan, longest + 5.0 + std::max(plan.mean_load, 0.0) + 1e-9) << what;
+        if (n == 4096) {
+          EXPECT_GE(plan.makespan, plan.mean_load) << what;
+          EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + 7.0) << what;
+          if (p.a.kind == OperandKind::Upper && p.b.kind != OperandKind::Dense) {
+            EXPECT_GT(plan.split_tiles, 0) << what;
+            EXPECT_LT(plan.makespan, longest + 5.0) << what;  // the longest tile no longer alone sets it
           }
-        }
-        longest = std::max<int64_t>(longest, (range.end - range.begin + 31) / 32);
-      }
-      EXPECT_LE(plan.makespan, longest + 5.0 + std::max(plan.mean_load, 0.0) + 1e-9) << what;
-      if (n == 4096) {
-        EXPECT_GE(plan.makespan, plan.mean_load) << what;
-        EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + 7.0) << what;
-        if (p.a.kind == OperandKind::Upper) {
-          EXPECT_GT(plan.split_tiles, 0) << what;
-          EXPECT_LT(plan.makespan, longest + 5.0) << what;  // tile (0, 31) no longer alone sets it
         }
       }
     }
