@@ -76,6 +76,14 @@ struct GemmArgs {
   T* partials;       // partial_tiles × kTile² workspace, of the config's accumulator type (Acc)
 };
 
+/// The tall kernel's second output (GemmProblem::at_buffer): op(A)ᵀ outer-major, at[p·m + i] =
+/// op(A)[i][p], written by TMA stores (`on`: the launch writes it). A kernel parameter of its own: in
+/// GemmArgs, the tall kernel took 255 registers rather than 234 and ran 4–9 % slower.
+struct TransposedOutput {
+  CUtensorMap map;  // over at: k rows × m columns, boxes of 32 × 32 (the epilogue buffer's 8 boxes hold a step)
+  bool on = false;
+};
+
 /// wgmma loop only: TMA maps of the operands, a separate kernel parameter (__grid_constant__,
 /// as TMA requires) so the other configs' arguments keep their layout. Per operand:
 ///   direct: a kTile × kKStep box in the 128-byte swizzle over the outer-major storage — it lands
@@ -2287,6 +2295,28 @@ __device__ __forceinline__ void zero_tall_fragments_outside(uint32_t (&frag)[4][
       if (at_most ? d < 0 : d > 0) frag[s][i] = 0u;
     }
 }
+/// The tall kernel's second output (TransposedOutput): the transpose of the A tile of one k-step (256
+/// rows × 32 k in the 128-byte swizzle, wgmma_tile_chunk) into the epilogue's buffer `out` as 8 boxes
+/// of 32 k-rows × 32 columns of the map over at (the 128-byte swizzle, swizzled_out_offset), which
+/// thread 0 then stores. A warp's pass covers 8 rows × 16 k: lane l reads rows 4(l / 16) … + 3 at k =
+/// l mod 16 (four scalar loads: the 8 rows' swizzles spread the 4 k chunks over all 32 banks) and
+/// writes them as one 16-byte vector (8 lanes of a phase: 8 k, 8 distinct chunks). Warp w takes rows
+/// 32w … 32w + 31 in 8 passes.
+__device__ __forceinline__ void transpose_a_step(const float* tile, unsigned char* out) {
+  using Cfg = TallConfig;
+  constexpr int kBoxBytes = 32 * 32 * 4;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int kk = lane & 15, quad = 4 * (lane >> 4);
+#pragma unroll 4
+  for (int pass = 0; pass < 8; ++pass) {
+    const int r = 32 * warp + 8 * (pass >> 1) + quad, k = kk + 16 * (pass & 1);
+    float v[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) v[q] = tile[(r + q) * Cfg::kKStep + ((((k >> 2) ^ ((r + q) & 7)) << 2) | (k & 3))];
+    store_vec_shared(reinterpret_cast<float*>(out + swizzled_out_offset(k, r, kBoxBytes)), v);
+  }
+}
+
 /// keep_fragments for a step's four slices.
 __device__ __forceinline__ void keep_tall_fragments(uint32_t (&frag)[4][4]) {
 #pragma unroll
@@ -2295,9 +2325,11 @@ __device__ __forceinline__ void keep_tall_fragments(uint32_t (&frag)[4][4]) {
     for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(frag[s][i])::"memory");
 }
 
+/// kWritesAt: the instance that also writes op(A)ᵀ (`transposed`; the other has no code for it).
+template <bool kWritesAt>
 __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     structured_gemm_tall_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps,
-                                const int* offsets) {
+                                const int* offsets, const __grid_constant__ TransposedOutput transposed) {
   using Cfg = TallConfig;
   extern __shared__ __align__(1024) unsigned char dynamic_smem[];
   unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
@@ -2371,10 +2403,27 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     // step's own and those of the group still running.
     uint32_t f0[4][4] = {}, f1[4][4] = {};
     int released = -1;
+    // The steps whose A tile this item writes transposed (`transposed`): those in its own
+    // columns' k, so each step of A that the launch reads is written once.
     auto step = [&](int k0, uint32_t (&frag)[4][4], uint32_t (&other)[4][4]) {
       mbarrier_wait(full + stage, round & 1);
       const uint32_t a_tile = shared_address(a_tiles + stage * kAStage);
       const float* raw = b_raw + stage * kBStage;
+      // Before this step's wgmma (the stage goes back only after every warp has issued it): its A
+      // tile transposed into the epilogue's buffer, once the stores before have read it, and stored.
+      if (kWritesAt && k0 >= col0 && k0 < col0 + Cfg::kTileN) {
+        if (issuer) tma_store_wait_read();
+        named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+        transpose_a_step(a_tiles + stage * kAStage, out);
+        fence_shared_for_async_proxy();
+        named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+        if (issuer) {
+#pragma unroll
+          for (int q = 0; q < Cfg::kTile / 32; ++q)
+            tma_store_tile(&transposed.map, item.tile_row * Cfg::kTile + 32 * q, k0, out + q * 32 * 32 * 4);
+          tma_store_commit();
+        }
+      }
       load_tall_fragments(raw, offset, frag);
       // B's diagonal-crossing steps where its storage does not hold the zeros (A's always does).
       if (needs_structural_zeros<ConfigTf32WgmmaRegisterB>(args.b, col0, k0))
@@ -3528,8 +3577,8 @@ int blocks_per_sm_of() {
   if constexpr (std::is_same<Cfg, ConfigTf32Wgmma>::value) {  // the wide and tall kernels run from the same plans
     SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        WideConfig::kDynamicSmem));
-    SG_CUDA_CHECK(cudaFuncSetAttribute(structured_gemm_tall_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       TallConfig::kDynamicSmem));
+    for (auto kernel : {structured_gemm_tall_kernel<false>, structured_gemm_tall_kernel<true>})
+      SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TallConfig::kDynamicSmem));
   }
   int plain_blocks = 0;
   SG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&plain_blocks, structured_gemm_kernel<Cfg>, Cfg::kThreads,
@@ -3578,6 +3627,8 @@ std::atomic<int> current_wide_split{static_cast<int>(WideSplit::Auto)};
 std::atomic<int64_t> wide_split_launch_count{0};
 std::atomic<int> current_tall_tiles{static_cast<int>(TallTiles::Auto)};
 std::atomic<int64_t> tall_launch_count{0};
+std::atomic<bool> transposed_a_output_on{true};
+std::atomic<int64_t> transposed_a_output_count{0};
 
 /// Whether product `p` has the tall kernel's shape (its plan gets a tall schedule): the
 /// register-B kernel's (A not transposed, so outer-major; B not transposed, so k-major; neither
@@ -3869,18 +3920,25 @@ bool output_map_possible(const GemmArgs<float>& args) {
   return args.c_vector_ok && args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
 }
 
-bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map, cuuint32_t box_rows = ConfigTf32Wgmma::kTile) {
-  if (!output_map_possible(args)) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(args.n), static_cast<cuuint64_t>(args.m)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(args.ldc) * sizeof(float)};
+/// Encodes `map` over a row-major float32 matrix of rows × cols (row stride ld, 16-byte aligned) for
+/// TMA stores: boxes of 32 columns × box_rows rows in the 128-byte swizzle. `what` names it in the error.
+void encode_store_map(CUtensorMap* map, void* data, int64_t rows, int64_t cols, int64_t ld, cuuint32_t box_rows,
+                      const char* what) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * sizeof(float)};
   const cuuint32_t box[2] = {32, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult result =
-      tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, args.c, dims, strides, box, element_strides,
+      tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, data, dims, strides, box, element_strides,
                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                            CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   SG_CHECK(result == CUDA_SUCCESS, "structured gemm: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(result),
-           ") for a ", args.m, "x", args.n, " output with leading dimension ", args.ldc);
+           ") for a ", rows, "x", cols, " ", what, " with leading dimension ", ld);
+}
+
+bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map, cuuint32_t box_rows = ConfigTf32Wgmma::kTile) {
+  if (!output_map_possible(args)) return false;
+  encode_store_map(map, args.c, args.m, args.n, args.ldc, box_rows, "output");
   return true;
 }
 
@@ -4061,6 +4119,19 @@ OperandView<float> stored_view(OperandView<float> copy_view, const RelayoutCopy*
   return copy_view;
 }
 
+/// Whether the tall launch of `p` also writes op(A)ᵀ (GemmProblem::at_buffer). Each k-step of A
+/// that the launch reads is written by the item whose column tile holds its k, which reads it: so k
+/// must lie within C's column tiles, and A be Upper (the tiles that an Upper mask leaves empty hold
+/// only A's zeros in those steps) or Dense under a Full mask (every tile runs). Then every k-step of
+/// A with entries of its structure, or an Upper A's zeros from its tile rows' first k on, is
+/// written. The packed buffer takes TMA stores where m is a multiple of 4.
+bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a) {
+  if (!p.at_buffer || !transposed_a_output_on.load() || p.m % 4 != 0) return false;
+  const bool a_ok = a.pattern == Pattern::KAtLeastOuter || (a.pattern == Pattern::All && p.mask == OutputMask::Full);
+  const int64_t column_tiles_end = (p.n + TallConfig::kTileN - 1) / TallConfig::kTileN * TallConfig::kTileN;
+  return a_ok && p.k <= column_tiles_end;
+}
+
 /// a_copy, b_copy: the operand is a relayout copy (null: it is not).
 template <class Cfg>
 void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, const RelayoutCopy* a_copy = nullptr,
@@ -4160,13 +4231,25 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
     }
     if (tall) {
       SG_CHECK(encode_output_map(args, &maps.c, TallConfig::kOutRows), "structured gemm: the tall kernel's output map");
+      TransposedOutput transposed{};
+      if (tall_writes_transposed_a(p, args.a)) {
+        void* const at = p.at_buffer();
+        SG_CHECK(at != nullptr && reinterpret_cast<uintptr_t>(at) % 16 == 0,
+                 "structured gemm: the buffer for op(A)ᵀ is not 16-byte aligned");
+        encode_store_map(&transposed.map, at, p.k, p.m, p.m, 32, "transposed A");
+        transposed.on = true;
+        if (poison_relayout.load())  // NaN where the kernel writes nothing: a product reading there fails
+          SG_CUDA_CHECK(cudaMemsetAsync(at, 0xFF, static_cast<size_t>(p.k * p.m) * sizeof(float), stream(device)));
+        transposed_a_output_count.fetch_add(1, std::memory_order_relaxed);
+      }
       maps.has |= kCStore;
       if (encode_raw_block_map(args.b, p.k, &maps.b_raw)) maps.has |= kBRawBlocks;
       args.items = cached.tall_on_device.items;
       args.counters = cached.tall_on_device.counters;
       const int sms = static_cast<int>(cached.tall.offsets.size()) - 1;
-      structured_gemm_tall_kernel<<<static_cast<unsigned>(sms), TallConfig::kThreads,
-                                    TallConfig::kDynamicSmem, stream(device)>>>(args, maps, cached.tall_on_device.offsets);
+      (transposed.on ? structured_gemm_tall_kernel<true> : structured_gemm_tall_kernel<false>)
+          <<<static_cast<unsigned>(sms), TallConfig::kThreads, TallConfig::kDynamicSmem, stream(device)>>>(
+              args, maps, cached.tall_on_device.offsets, transposed);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_tall_kernel");
       tall_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -4476,6 +4559,12 @@ void set_tall_tiles(TallTiles setting) { current_tall_tiles.store(static_cast<in
 TallTiles tall_tiles() { return static_cast<TallTiles>(current_tall_tiles.load()); }
 
 int64_t tall_launches() { return tall_launch_count.load(); }
+
+void set_transposed_a_output(bool on) { transposed_a_output_on.store(on); }
+
+bool transposed_a_output() { return transposed_a_output_on.load(); }
+
+int64_t transposed_a_outputs() { return transposed_a_output_count.load(); }
 
 void set_fp32_loop(Fp32Loop loop) { current_fp32_loop.store(static_cast<int>(loop)); }
 

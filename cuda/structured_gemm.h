@@ -222,6 +222,15 @@ void set_tall_tiles(TallTiles setting);
 TallTiles tall_tiles();
 /// Launches of the tall kernel since the process started (for the tests).
 int64_t tall_launches();
+/// Whether the tall kernel also writes op(A)ᵀ where the caller offers it a buffer
+/// (GemmProblem::at_buffer: the forward of a product whose dB = op(A)ᵀ·G will be needed), from the
+/// tiles of A it reads anyway, so that the backward need not copy A (docs/structured_gemm.md, "A's
+/// transpose written by the forward"). On by default; off for the tests and the benchmark's
+/// comparison.
+void set_transposed_a_output(bool on);
+bool transposed_a_output();
+/// Tall launches that wrote op(A)ᵀ since the process started (for the tests).
+int64_t transposed_a_outputs();
 /// The tall kernel's schedule for `p` on `sms` blocks: block b runs items[offsets[b]] …
 /// items[offsets[b + 1] − 1], its tiles of zeros (empty k-range, written by TMA stores of a zeroed
 /// box after the block's other items) first. Tiles of 256 rows × 128 columns with the k-ranges of

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace sg::detail {
 
@@ -61,6 +62,17 @@ struct GemmProblem {
   const void* b_data = nullptr;
   void* c_data = nullptr;
   int64_t lda = 0, ldb = 0, ldc = 0;
+  /// Optional second output, for the backward's dB = op(A)ᵀ·G (A not transposed, Dense or Upper): a
+  /// backend that can also write op(A)ᵀ outer-major from the tiles of A it reads anyway calls
+  /// at_buffer once, before it queues the product, for a packed buffer of k rows × m columns, and
+  /// writes at[p·m + i] = op(A)[i][p] into it on the product's stream; one that cannot never calls it.
+  /// What the buffer holds then: every entry of op(A)ᵀ inside its structure and, for an Upper op(A),
+  /// the zeros of each row p up to the end of the 256-aligned block of columns that holds p; the rest holds
+  /// anything. A product that reads it as a Lower (or Dense) outer-major A operand with its zeros
+  /// vouched (zeros_stored), in tiles of 64, 128 or 256 rows aligned to their size, reads only what it
+  /// holds. The CUDA TF32 path writes it where the product runs on the tall kernel
+  /// (docs/structured_gemm.md, "A's transpose written by the forward").
+  std::function<void*()> at_buffer;
 };
 
 /// Range of k in which both op(A)[row block] and op(B)[col block] can be non-zero, for the

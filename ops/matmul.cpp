@@ -59,6 +59,12 @@ GemmOperand operand(Structure s, bool trans) {
   return {OperandKind::Dense, trans};
 }
 
+/// The descriptor of op(a)ᵀ read from the copy the forward wrote (product's `at`; a not transposed):
+/// outer-major, Lower for an Upper a, its zeros vouched as far as GemmProblem::at_buffer promises.
+GemmOperand transposed_copy_operand(Structure s) {
+  return s == Structure::UpperTriangular ? GemmOperand{OperandKind::Lower, false, true} : GemmOperand{OperandKind::Dense};
+}
+
 /// The descriptor of an upstream gradient read through its output's structure s: unprojected, so
 /// nothing outside the structure is known to be zero, nor the lower triangle to mirror the upper.
 GemmOperand gradient_operand(Structure s, bool trans) {
@@ -81,7 +87,10 @@ Structure structure_of(OutputMask mask) {
 }
 
 /// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
-Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha) {
+/// `at`: where given, the backend may write op(a)ᵀ too, into a [k, m] tensor it asks for
+/// (GemmProblem::at_buffer), which *at then holds (left undefined otherwise).
+Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha,
+                Tensor* at = nullptr) {
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t k = da.trans ? a.size(0) : a.size(1);
   const int64_t n = db.trans ? b.size(0) : b.size(1);
@@ -106,6 +115,12 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   p.lda = a.size(1);
   p.ldb = b.size(1);
   p.ldc = n;
+  if (at != nullptr) {
+    p.at_buffer = [at, &a, k, m] {
+      *at = detail::make_tensor({k, m}, a.dtype(), a.device());
+      return at->data_ptr();
+    };
+  }
   detail::backend_of(a).gemm(p, a.dtype());
   return c;
 }
@@ -122,11 +137,18 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   // Upper only when both op(a) and op(b) are upper (matmul's Upper·Upper).
   const bool both_upper = da.kind == OperandKind::Upper && db.kind == OperandKind::Upper;
   const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
-  Tensor c = gemm_raw(a, da, b, db, mask, 1.0);
+  // dB = op(a)ᵀ·G reads op(a)ᵀ, which the CUDA TF32 kernels take outer-major only: a copy of a. The
+  // forward lets the kernel that reads a's tiles anyway write it (GemmProblem::at_buffer); the
+  // backward then reads it instead of copying a (docs/structured_gemm.md, "A's transpose written by
+  // the forward"). It is kept from the forward to the backward: a [k, m] tensor per such product.
+  Tensor at;
+  const bool offer_at = !ta && !tb && sa != Structure::Symmetric && autograd::needs_record({b});
+  Tensor c = gemm_raw(a, da, b, db, mask, 1.0, offer_at ? &at : nullptr);
   if (!autograd::needs_record({a, b})) return c;
 
   const Structure sc = c.structure();  // Dense or Upper
-  auto backward = [sa, sb, sc, ta, tb](autograd::BackwardContext& ctx) {
+  const bool saved_at = at.defined();
+  auto backward = [sa, sb, sc, ta, tb, saved_at](autograd::BackwardContext& ctx) {
     // G unprojected: read through C's structure, an Upper descriptor ignores its lower
     // triangle, which is the projection onto C's structure without the triu copy.
     const Tensor& g = ctx.grad_outputs[0];
@@ -139,14 +161,21 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
       da_grad = finish_gradient(da_grad, sa);
     }
     if (ctx.needs(1)) {
-      // dop(b) = op(a)ᵀ · G;  when b was read transposed, db = Gᵀ · op(a).
-      db_grad = tb ? gemm_raw(g, gradient_operand(sc, true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
-                   : gemm_raw(a_saved, operand(sa, !ta), g, gradient_operand(sc, false), mask_for_gradient(sb), 1.0);
+      // dop(b) = op(a)ᵀ · G;  when b was read transposed, db = Gᵀ · op(a). op(a)ᵀ from the forward's
+      // copy where it wrote one: the same values, outer-major (a Lower operand for an Upper a).
+      if (saved_at)
+        db_grad = gemm_raw(ctx.saved[2], transposed_copy_operand(sa), g, gradient_operand(sc, false),
+                           mask_for_gradient(sb), 1.0);
+      else
+        db_grad = tb ? gemm_raw(g, gradient_operand(sc, true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
+                     : gemm_raw(a_saved, operand(sa, !ta), g, gradient_operand(sc, false), mask_for_gradient(sb), 1.0);
       db_grad = finish_gradient(db_grad, sb);
     }
     return std::vector<Tensor>{da_grad, db_grad};
   };
-  autograd::record(name, {a, b}, {c}, {a, b}, std::move(backward)).reads_gradients_through_structure = true;
+  std::vector<Tensor> saved{a, b};
+  if (saved_at) saved.push_back(at);
+  autograd::record(name, {a, b}, {c}, saved, std::move(backward)).reads_gradients_through_structure = true;
   return c;
 }
 

@@ -293,6 +293,7 @@ class ScopedTf32 {
     cu::set_operand_relayout(cu::OperandRelayout::Auto);
     cu::set_register_b(cu::RegisterB::Auto);
     cu::set_tall_tiles(cu::TallTiles::Auto);
+    cu::set_transposed_a_output(true);
     cu::set_poison_relayout_copies(false);
     cu::set_fp32_loop(cu::Fp32Loop::Auto);
   }
@@ -839,6 +840,98 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
   const int64_t relaid = cu::relayout_copies();
   expect_tall_cases({{many_rows, automatic, 0, false}}, rng);
   EXPECT_EQ(cu::relayout_copies() - relaid, 1) << "Sym·Dense of 4352 rows";
+}
+
+TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
+  // Where matmul's product will need dB = op(A)ᵀ·G (B requires grad; A Dense or Upper, neither read
+  // transposed), the TF32 forward offers a [k, m] buffer and the tall kernel fills it with op(A)ᵀ from
+  // the tiles of A it reads anyway; the backward then reads it and copies nothing. Upper·Upper,
+  // Dense·Upper and Upper·Dense at 300, 640 and 1000 with the tall kernel forced (edge tiles, split
+  // tiles, tiles of zeros), and Upper·Upper at 3072 on Auto. The buffer is NaN where the kernel
+  // writes nothing (relayout copies poisoned), so a backward that read past what it holds would
+  // fail. C, dA and dB against float64 on the CPU; one buffer written per forward and no relayout
+  // copy in the backward. With the output off, nothing is written and the gradients match too. Not
+  // offered: B without a gradient, a Symmetric A, the float32 (not TF32) precision.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
+  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+  sg::manual_seed(41);
+  auto random = [&](sg::Structure s, int64_t n) -> sg::Tensor {
+    if (s == sg::Structure::UpperTriangular) return sg::UpperTriangular::randn(n, f64);
+    if (s == sg::Structure::Symmetric) return sg::Symmetric::randn(n, f64);
+    return sg::randn({n, n}, f64);
+  };
+  // C, dA and dB (dA, dB empty where not wanted) of sum(op(a)·op(b) ∘ g) on `device` in `dtype`.
+  auto run = [](const sg::Tensor& a, const sg::Tensor& b, const sg::Tensor& g, sg::Device device, sg::DType dtype,
+                bool a_grad, bool b_grad) {
+    sg::Tensor x = a.to(dtype).to(device).detach(), y = b.to(dtype).to(device).detach();
+    if (a_grad) x.requires_grad_();
+    if (b_grad) y.requires_grad_();
+    const sg::Tensor c = sg::matmul(x, y);
+    sg::sum(c * g.to(dtype).to(device)).backward();
+    return std::vector<std::vector<double>>{c.to(sg::kCPU).to_vector(),
+                                            a_grad ? x.grad().to(sg::kCPU).to_vector() : std::vector<double>{},
+                                            b_grad ? y.grad().to(sg::kCPU).to_vector() : std::vector<double>{}};
+  };
+  const sg::Structure upper = sg::Structure::UpperTriangular, dense = sg::Structure::Dense;
+  struct Case {
+    sg::Structure a, b;
+    int64_t n;
+    cu::TallTiles tall;
+  };
+  const std::vector<Case> cases = {
+      {upper, upper, 300, cu::TallTiles::Always},  {dense, upper, 300, cu::TallTiles::Always},
+      {upper, dense, 300, cu::TallTiles::Always},  {upper, upper, 640, cu::TallTiles::Always},
+      {dense, upper, 640, cu::TallTiles::Always},  {upper, dense, 1000, cu::TallTiles::Always},
+      {upper, upper, 1000, cu::TallTiles::Always}, {upper, upper, 3072, cu::TallTiles::Auto}};
+  for (const Case& c : cases) {
+    const sg::Tensor a = random(c.a, c.n), b = random(c.b, c.n), g = sg::randn({c.n, c.n}, f64);
+    const auto ref = run(a, b, g, sg::kCPU, sg::kFloat64, true, true);
+    cu::set_tall_tiles(c.tall);
+    for (bool on : {true, false}) {
+      SCOPED_TRACE(std::string(sg::structure_name(c.a)) + "·" + sg::structure_name(c.b) + ", n = " +
+                   std::to_string(c.n) + (on ? ", output on" : ", output off"));
+      cu::set_transposed_a_output(on);
+      const int64_t written = cu::transposed_a_outputs(), tall = cu::tall_launches();
+      sg::set_matmul_precision(sg::Precision::TF32);
+      sg::Tensor x = a.to(sg::kFloat32).to(kCuda0).detach().requires_grad_();
+      sg::Tensor y = b.to(sg::kFloat32).to(kCuda0).detach().requires_grad_();
+      const sg::Tensor product = sg::matmul(x, y);
+      EXPECT_EQ(cu::tall_launches() - tall, 1) << "the forward on the tall kernel";
+      EXPECT_EQ(cu::transposed_a_outputs() - written, on ? 1 : 0);
+      const int64_t copies = cu::relayout_copies();
+      sg::sum(product * g.to(sg::kFloat32).to(kCuda0)).backward();
+      if (on) EXPECT_EQ(cu::relayout_copies() - copies, 0) << "dB read the forward's op(A)ᵀ";
+      const std::vector<std::vector<double>> got = {product.to(sg::kCPU).to_vector(), x.grad().to(sg::kCPU).to_vector(),
+                                                    y.grad().to(sg::kCPU).to_vector()};
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_LE(sgtest::rel_error(got[i], ref[i]), 2e-3) << (i == 0 ? "C" : i == 1 ? "dA" : "dB");
+    }
+  }
+  cu::set_transposed_a_output(true);
+  // Not offered: no dB wanted, a Symmetric A, exact float32.
+  const int64_t n = 640;
+  cu::set_tall_tiles(cu::TallTiles::Always);
+  const sg::Tensor u = random(upper, n), v = random(upper, n), s = random(sg::Structure::Symmetric, n);
+  const sg::Tensor g = sg::randn({n, n}, f64);
+  struct Unoffered {
+    const char* what;
+    sg::Tensor a, b;
+    bool b_grad;
+    sg::Precision precision;
+  };
+  for (const Unoffered& c : {Unoffered{"B without a gradient", u, v, false, sg::Precision::TF32},
+                             Unoffered{"Symmetric A", s, v, true, sg::Precision::TF32},
+                             Unoffered{"exact float32", u, v, true, sg::Precision::Float32}}) {
+    SCOPED_TRACE(c.what);
+    sg::set_matmul_precision(c.precision);
+    const int64_t written = cu::transposed_a_outputs();
+    const auto got = run(c.a, c.b, g, kCuda0, sg::kFloat32, true, c.b_grad);
+    EXPECT_EQ(cu::transposed_a_outputs() - written, 0);
+    const auto ref = run(c.a, c.b, g, sg::kCPU, sg::kFloat64, true, c.b_grad);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(sgtest::rel_error(got[i], ref[i]), 2e-3) << "result " << i;
+  }
 }
 
 /// Runs `p` (float32; A and B packed row-major, random values with the operands' invariants)
