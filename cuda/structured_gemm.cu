@@ -81,6 +81,7 @@ struct GemmArgs {
 /// GemmArgs, the tall kernel took 255 registers rather than 234 and ran 4–9 % slower.
 struct TransposedOutput {
   CUtensorMap map;  // over at: k rows × m columns, boxes of 32 × 32 (the epilogue buffer's 8 boxes hold a step)
+  const KRun* writes = nullptr;  // per item of the plan, the k-steps it writes (TallPlan::transposed_writes)
   bool on = false;
 };
 
@@ -2403,15 +2404,17 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     // step's own and those of the group still running.
     uint32_t f0[4][4] = {}, f1[4][4] = {};
     int released = -1;
-    // The steps whose A tile this item writes transposed (`transposed`): those in its own
-    // columns' k, so each step of A that the launch reads is written once.
+    // The steps whose A tile this item writes transposed (`transposed`): its run of the plan's
+    // (TallPlan::transposed_writes), so each step of A that the launch reads is written once.
+    KRun writes{};
+    if constexpr (kWritesAt) writes = transposed.writes[i];
     auto step = [&](int k0, uint32_t (&frag)[4][4], uint32_t (&other)[4][4]) {
       mbarrier_wait(full + stage, round & 1);
       const uint32_t a_tile = shared_address(a_tiles + stage * kAStage);
       const float* raw = b_raw + stage * kBStage;
       // Before this step's wgmma (the stage goes back only after every warp has issued it): its A
       // tile transposed into the epilogue's buffer, once the stores before have read it, and stored.
-      if (kWritesAt && k0 >= col0 && k0 < col0 + Cfg::kTileN) {
+      if (kWritesAt && k0 >= writes.begin && k0 < writes.end) {
         if (issuer) tma_store_wait_read();
         named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
         transpose_a_step(a_tiles + stage * kAStage, out);
@@ -3373,6 +3376,11 @@ constexpr double kTallChunkCost = 2.0;
 // A tile of zeros, in k-steps: its 128 KB of TMA stores at the end of its block's items (the
 // planner gives them to the least loaded blocks).
 constexpr double kTallZeroCost = 2.0;
+// A step that also writes its A tile transposed (the writing plan), in k-steps on top of the step.
+// Measured (H100, 2026-11-26, Upper·Upper 4096, the writing forward): 0.118–0.121 ms at 0 (the runs
+// alone), 0.113–0.114 at 1, 0.114–0.116 at 1.5, 0.113 at 2, 0.116 at 3 (docs/structured_gemm.md,
+// "Writes dealt with the steps").
+constexpr double kTallWriteCost = 2.0;
 
 namespace {
 
@@ -3403,7 +3411,9 @@ std::pair<GemmWorkItem, GemmWorkItem> tall_chunks(GemmWorkItem t, int k_split, i
 /// (both chunks at the tile's place in the order); a tile that would take its block's load past
 /// `target` is cut where the block reaches it, the second chunk going to the next least loaded
 /// block. Returns the model's makespan.
-double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double cap, double target,
+/// `cost`: an item's load (tall_item_cost, plus its transposed writes in a writing plan).
+template <class Cost>
+double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double cap, double target, const Cost& cost,
                        std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
   constexpr int kStep = TallConfig::kKStep;
   constexpr int kMinChunkSteps = 8;
@@ -3424,9 +3434,9 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
     items.push_back({t.k_begin, first});
     items.push_back({t.k_begin, second});
   }
-  std::stable_sort(items.begin(), items.end(), [](const Dealt& x, const Dealt& y) {
+  std::stable_sort(items.begin(), items.end(), [&](const Dealt& x, const Dealt& y) {
     if (x.first_k != y.first_k) return x.first_k < y.first_k;
-    return tall_item_cost(x.item) > tall_item_cost(y.item);
+    return cost(x.item) > cost(y.item);
   });
   using Slot = std::pair<double, int>;
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> slots;
@@ -3436,7 +3446,7 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
     Slot slot = slots.top();
     slots.pop();
     per_block[static_cast<size_t>(slot.second)].push_back(t);
-    slot.first += tall_item_cost(t);
+    slot.first += cost(t);
     makespan = std::max(makespan, slot.first);
     slots.push(slot);
   };
@@ -3445,7 +3455,7 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
     const int steps = steps_of(t);
     const double load = slots.top().first;
     const int room = static_cast<int>(std::min<double>(target - load - kTallItemCost - kTallChunkCost, steps));
-    if (t.chunk_count > 1 || load + tall_item_cost(t) <= target || room < kMinChunkSteps ||
+    if (t.chunk_count > 1 || load + cost(t) <= target || room < kMinChunkSteps ||
         steps - room < kMinChunkSteps) {
       place(t);
       continue;
@@ -3457,9 +3467,59 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
   return makespan;
 }
 
+/// The k-steps of A that each tile with a k-range writes transposed where the launch writes op(A)ᵀ
+/// (GemmProblem::at_buffer): per tile, [begin, end) in k, keyed by (tile row, tile column). A tile
+/// row's tiles share its k-steps of A; each step must be written once, by a tile whose k-range
+/// holds it. Each tile writes one run of steps, the runs laid end to end in the order of the tiles'
+/// k-ranges (by first k, then last), their lengths in proportion to the tiles' k-steps, so that a
+/// block's share of the writes follows its share of the steps (a writing step costs a block about
+/// two and a half: docs/structured_gemm.md, "Writes dealt with the steps"). Where the runs cannot lie
+/// so (a tile row whose k-ranges leave no such order), each step goes to the tile whose columns hold
+/// its k, as the kernel's first form wrote them.
+std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> transposed_write_runs(
+    const std::vector<GemmWorkItem>& tiles, int cols) {
+  constexpr int kStep = TallConfig::kKStep;
+  std::map<int32_t, std::vector<GemmWorkItem>> rows;
+  for (const GemmWorkItem& t : tiles) rows[t.tile_row].push_back(t);
+  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> runs;
+  for (auto& [row, row_tiles] : rows) {
+    std::sort(row_tiles.begin(), row_tiles.end(), [](const GemmWorkItem& x, const GemmWorkItem& y) {
+      return x.k_begin != y.k_begin ? x.k_begin < y.k_begin : x.k_end < y.k_end;
+    });
+    const int32_t lo = row_tiles.front().k_begin;
+    int32_t hi = lo;
+    double total = 0;
+    for (const GemmWorkItem& t : row_tiles) {
+      hi = std::max(hi, t.k_end);
+      total += (t.k_end - t.k_begin + kStep - 1) / kStep;
+    }
+    const int32_t steps = (hi - lo + kStep - 1) / kStep;
+    std::vector<std::pair<int32_t, int32_t>> cut(row_tiles.size());
+    bool fits = true;
+    double done = 0;
+    int32_t x = lo;
+    for (size_t i = 0; i < row_tiles.size(); ++i) {
+      const GemmWorkItem& t = row_tiles[i];
+      done += (t.k_end - t.k_begin + kStep - 1) / kStep;
+      int32_t next = i + 1 == row_tiles.size() ? hi : lo + kStep * static_cast<int32_t>(std::lround(steps * done / total));
+      if (i + 1 < row_tiles.size()) next = std::max(next, row_tiles[i + 1].k_begin);  // no gap before the next
+      next = std::min(std::max(next, x), hi);
+      fits = fits && (next == x || (x >= t.k_begin && next <= t.k_end));
+      cut[i] = {x, next};
+      x = next;
+    }
+    for (size_t i = 0; i < row_tiles.size(); ++i) {
+      const GemmWorkItem& t = row_tiles[i];
+      const int32_t col0 = t.tile_col * cols;
+      runs[{row, t.tile_col}] = fits ? cut[i] : std::make_pair(std::max(col0, t.k_begin), std::min(col0 + cols, t.k_end));
+    }
+  }
+  return runs;
+}
+
 }  // namespace
 
-TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols) {
+TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, double write_cost) {
   const int kRows = rows, kCols = cols;
   SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric && rows > 0 && cols > 0,
            "tall_tile_plan: needs sms > 0, tiles and a mask other than Symmetric");
@@ -3484,7 +3544,21 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols) {
   }
   TallPlan plan;
   plan.compute_tiles = static_cast<int64_t>(tiles.size());
-  for (const GemmWorkItem& t : tiles) plan.mean_load += tall_item_cost(t) / sms;
+  // Each tile's run of transposed writes; in a writing plan (write_cost > 0) an item's load counts
+  // the steps of its run in its k-range, write_cost each on top.
+  const auto runs = transposed_write_runs(tiles, kCols);
+  auto writes_of = [&](const GemmWorkItem& t) {
+    const auto run = runs.find({t.tile_row, t.tile_col});
+    if (run == runs.end()) return KRun{};
+    const int32_t begin = std::max(run->second.first, t.k_begin), end = std::min(run->second.second, t.k_end);
+    return KRun{begin, std::max(begin, end)};
+  };
+  auto cost = [&](const GemmWorkItem& t) {
+    if (write_cost == 0) return tall_item_cost(t);
+    const KRun w = writes_of(t);
+    return tall_item_cost(t) + write_cost * ((w.end - w.begin + TallConfig::kKStep - 1) / TallConfig::kKStep);
+  };
+  for (const GemmWorkItem& t : tiles) plan.mean_load += cost(t) / sms;
   // Whichever candidate the model gives the shortest makespan, ties to the fewest split tiles; a
   // split must win by 2 % over the unsplit deal (the first candidate).
   std::vector<std::vector<GemmWorkItem>> per_block;
@@ -3502,7 +3576,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols) {
     const double target = fraction < 0 ? -fraction * plan.mean_load : kNone;
     std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
     int split = 0;
-    const double makespan = deal_tall_tiles(tiles, sms, cap, target, blocks, split);
+    const double makespan = deal_tall_tiles(tiles, sms, cap, target, cost, blocks, split);
     if (per_block.empty()) unsplit = makespan;  // the first candidate
     const bool better = makespan < plan.makespan || (makespan == plan.makespan && split < plan.split_tiles);
     if (per_block.empty() || (better && makespan < 0.98 * unsplit)) {
@@ -3516,7 +3590,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols) {
   std::vector<double> loads;
   for (const auto& block : per_block) {
     loads.push_back(0.0);
-    for (const GemmWorkItem& t : block) loads.back() += tall_item_cost(t);
+    for (const GemmWorkItem& t : block) loads.back() += cost(t);
   }
   std::vector<std::vector<GemmWorkItem>> block_zeros(per_block.size());
   for (const GemmWorkItem& z : zeros) {
@@ -3531,6 +3605,9 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols) {
     plan.items.insert(plan.items.end(), per_block[b].begin(), per_block[b].end());
   }
   plan.offsets.push_back(static_cast<int32_t>(plan.items.size()));
+  // Each item's part of its tile's run of transposed writes (a chunk: the part in its k-range).
+  plan.transposed_writes.reserve(plan.items.size());
+  for (const GemmWorkItem& t : plan.items) plan.transposed_writes.push_back(writes_of(t));
   return plan;
 }
 
@@ -3688,6 +3765,11 @@ struct CachedPlan {
   // shape (tall_shape); empty otherwise.
   TallPlan tall;
   DeviceBlockPlan tall_on_device;
+  // The tall schedule of a launch that writes op(A)ᵀ (GemmProblem::at_buffer): its items' loads count
+  // their transposed writes (tall_tile_plan with kTallWriteCost); the runs they write on the device.
+  TallPlan tall_writing;
+  DeviceBlockPlan tall_writing_on_device;
+  const KRun* tall_writing_runs = nullptr;
 };
 
 struct PlanCache {
@@ -3782,7 +3864,10 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     if (entry->wide_split.split_tiles > 0) entry->wide_whole = wide_tile_plan(p, sms, WideSplit::Never);
   }
   if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
-  if (wgmma && tall_shape(p)) entry->tall = tall_tile_plan(p, sms);
+  if (wgmma && tall_shape(p)) {
+    entry->tall = tall_tile_plan(p, sms);
+    entry->tall_writing = tall_tile_plan(p, sms, TallConfig::kTile, TallConfig::kTileN, kTallWriteCost);
+  }
   if (wgmma && wide_structured_shape(p))
     entry->wide_structured = tall_tile_plan(p, sms, WideConfig::kTile, WideConfig::kTileN);
 
@@ -3819,6 +3904,9 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
     entry->wide_whole_on_device = block_plan(entry->wide_whole);
     entry->mirrored_items = items_of(entry->mirrored);
     entry->tall_on_device = block_plan(entry->tall);
+    entry->tall_writing_on_device = block_plan(entry->tall_writing);
+    entry->tall_writing_runs = static_cast<const KRun*>(
+        place(entry->tall_writing.transposed_writes.data(), entry->tall_writing.transposed_writes.size() * sizeof(KRun)));
     entry->wide_structured_on_device = block_plan(entry->wide_structured);
   };
   lay_out();
@@ -4120,11 +4208,12 @@ OperandView<float> stored_view(OperandView<float> copy_view, const RelayoutCopy*
 }
 
 /// Whether the tall launch of `p` also writes op(A)ᵀ (GemmProblem::at_buffer). Each k-step of A
-/// that the launch reads is written by the item whose column tile holds its k, which reads it: so k
-/// must lie within C's column tiles, and A be Upper (the tiles that an Upper mask leaves empty hold
-/// only A's zeros in those steps) or Dense under a Full mask (every tile runs). Then every k-step of
-/// A with entries of its structure, or an Upper A's zeros from its tile rows' first k on, is
-/// written. The packed buffer takes TMA stores where m is a multiple of 4.
+/// that the launch reads is written by one item that reads it (TallPlan::transposed_writes; where the
+/// plan falls back, the item whose column tile holds its k, so k must lie within C's column tiles).
+/// A must be Upper (the tiles that an Upper mask leaves empty hold only A's zeros) or Dense under a
+/// Full mask (every tile runs): then every k-step of A with entries of its structure, or an Upper
+/// A's zeros from its tile rows' first k on, is read, so written. The packed buffer takes TMA stores
+/// where m is a multiple of 4.
 bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a) {
   if (!p.at_buffer || !transposed_a_output_on.load() || p.m % 4 != 0) return false;
   const bool a_ok = a.pattern == Pattern::KAtLeastOuter || (a.pattern == Pattern::All && p.mask == OutputMask::Full);
@@ -4237,6 +4326,7 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
         SG_CHECK(at != nullptr && reinterpret_cast<uintptr_t>(at) % 16 == 0,
                  "structured gemm: the buffer for op(A)ᵀ is not 16-byte aligned");
         encode_store_map(&transposed.map, at, p.k, p.m, p.m, 32, "transposed A");
+        transposed.writes = cached.tall_writing_runs;
         transposed.on = true;
         if (poison_relayout.load())  // NaN where the kernel writes nothing: a product reading there fails
           SG_CUDA_CHECK(cudaMemsetAsync(at, 0xFF, static_cast<size_t>(p.k * p.m) * sizeof(float), stream(device)));
@@ -4244,12 +4334,13 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       }
       maps.has |= kCStore;
       if (encode_raw_block_map(args.b, p.k, &maps.b_raw)) maps.has |= kBRawBlocks;
-      args.items = cached.tall_on_device.items;
-      args.counters = cached.tall_on_device.counters;
+      const DeviceBlockPlan& on_device = transposed.on ? cached.tall_writing_on_device : cached.tall_on_device;
+      args.items = on_device.items;
+      args.counters = on_device.counters;
       const int sms = static_cast<int>(cached.tall.offsets.size()) - 1;
       (transposed.on ? structured_gemm_tall_kernel<true> : structured_gemm_tall_kernel<false>)
           <<<static_cast<unsigned>(sms), TallConfig::kThreads, TallConfig::kDynamicSmem, stream(device)>>>(
-              args, maps, cached.tall_on_device.offsets, transposed);
+              args, maps, on_device.offsets, transposed);
       SG_CUDA_CHECK_LAUNCH("structured_gemm_tall_kernel");
       tall_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;

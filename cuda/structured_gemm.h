@@ -242,11 +242,23 @@ int64_t transposed_a_outputs();
 /// partial tile, the second adds its own to it by TMA reductions, so the sum is the same in either
 /// order. `rows` × `cols`: the tile (the wide kernel's structured products take 128 × 256: see
 /// WideTiles). Pure host code.
+/// [begin, end) in k.
+struct KRun {
+  int32_t begin = 0, end = 0;
+};
+/// transposed_writes: per item, the k-steps of A it writes transposed where the launch writes op(A)ᵀ
+/// (GemmProblem::at_buffer; the tall kernel): each step of A that the launch reads is written once,
+/// by an item that reads it, and a tile's share of a tile row's writes follows its share of the
+/// row's k-steps, so the blocks' writes follow their loads (a tile row whose k-ranges do not allow
+/// that: each step by the tile whose columns hold its k).
 struct TallPlan : BlockPlan {
   int64_t compute_tiles = 0;  // tiles with a k-range
   double mean_load = 0;       // the unsplit tiles' load per block
+  std::vector<KRun> transposed_writes;
 };
-TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows = 256, int cols = 128);
+/// write_cost > 0: the plan of a launch that writes op(A)ᵀ, whose items' loads count each step they
+/// write (transposed_writes) write_cost k-steps more.
+TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows = 256, int cols = 128, double write_cost = 0);
 
 /// Which loop exact float32 products (not TF32 mode) run. Auto: the large tiles on the FP64 tensor
 /// cores (Float32Dmma) where the device is compute capability 9.0 with full-rate float64 and the
