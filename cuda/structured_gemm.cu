@@ -3377,7 +3377,7 @@ constexpr double kTallChunkCost = 2.0;
 // planner gives them to the least loaded blocks).
 constexpr double kTallZeroCost = 2.0;
 // A step that also writes its A tile transposed (the writing plan), in k-steps on top of the step.
-// Measured (H100, 2026-11-26, Upper·Upper 4096, the writing forward): 0.118–0.121 ms at 0 (the runs
+// Measured (H100, 2026-11-26, Upper·Upper 4096, the writing forward): 0.117–0.121 ms at 0 (the runs
 // alone), 0.113–0.114 at 1, 0.114–0.116 at 1.5, 0.113 at 2, 0.116 at 3 (docs/structured_gemm.md,
 // "Writes dealt with the steps").
 constexpr double kTallWriteCost = 2.0;
