@@ -3520,15 +3520,14 @@ std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> transposed_wr
 }  // namespace
 
 TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, double write_cost) {
-  const int kRows = rows, kCols = cols;
   SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric && rows > 0 && cols > 0,
            "tall_tile_plan: needs sms > 0, tiles and a mask other than Symmetric");
-  const int64_t tile_rows = (p.m + kRows - 1) / kRows, tile_cols = (p.n + kCols - 1) / kCols;
+  const int64_t tile_rows = (p.m + rows - 1) / rows, tile_cols = (p.n + cols - 1) / cols;
   std::vector<GemmWorkItem> tiles, zeros;
   for (int64_t i = 0; i < tile_rows; ++i) {
     for (int64_t j = 0; j < tile_cols; ++j) {
-      const int64_t row0 = i * kRows, row1 = std::min<int64_t>(row0 + kRows, p.m);
-      const int64_t col0 = j * kCols, col1 = std::min<int64_t>(col0 + kCols, p.n);
+      const int64_t row0 = i * rows, row1 = std::min<int64_t>(row0 + rows, p.m);
+      const int64_t col0 = j * cols, col1 = std::min<int64_t>(col0 + cols, p.n);
       const KRange range = p.mask == OutputMask::Upper && row0 >= col1
                                ? KRange{0, 0}  // only zeros
                                : structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, p.k);
@@ -3546,7 +3545,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
   plan.compute_tiles = static_cast<int64_t>(tiles.size());
   // Each tile's run of transposed writes; in a writing plan (write_cost > 0) an item's load counts
   // the steps of its run in its k-range, write_cost each on top.
-  const auto runs = transposed_write_runs(tiles, kCols);
+  const auto runs = transposed_write_runs(tiles, cols);
   auto writes_of = [&](const GemmWorkItem& t) {
     const auto run = runs.find({t.tile_row, t.tile_col});
     if (run == runs.end()) return KRun{};
@@ -4285,16 +4284,20 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
   args.partials = static_cast<T*>(workspace.data);
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   if constexpr (Cfg::kWgmma) {
+    // The wide kernel from one of its block plans (persistent: one block per entry of its offsets).
+    auto launch_wide = [&](const DeviceBlockPlan& on_device, const BlockPlan& plan) {
+      args.items = on_device.items;
+      args.counters = on_device.counters;
+      const unsigned grid = static_cast<unsigned>(plan.offsets.size() - 1);
+      structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
+                                    stream(device)>>>(args, maps, on_device.offsets);
+      SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
+      wide_launch_count.fetch_add(1, std::memory_order_relaxed);
+    };
     if (wide_structured) {
       SG_CHECK(encode_output_map(args, &maps.c), "structured gemm: the wide kernel's output map");
       maps.has |= kCStore;
-      args.items = cached.wide_structured_on_device.items;
-      args.counters = cached.wide_structured_on_device.counters;
-      const unsigned grid = static_cast<unsigned>(cached.wide_structured.offsets.size() - 1);
-      structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
-                                    stream(device)>>>(args, maps, cached.wide_structured_on_device.offsets);
-      SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
-      wide_launch_count.fetch_add(1, std::memory_order_relaxed);
+      launch_wide(cached.wide_structured_on_device, cached.wide_structured);
       wide_structured_launch_count.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -4307,15 +4310,9 @@ void launch_with(const GemmProblem& p, const CachedPlan& cached, int device, con
       }
       // Split tiles meet in C by TMA stores and reductions; without those, the schedule without.
       const bool split = cached.wide_split.split_tiles > 0, whole = split && !(maps.has & kCStore);
-      const DeviceBlockPlan& on_device = whole ? cached.wide_whole_on_device : cached.wide_split_on_device;
-      args.items = on_device.items;
-      args.counters = on_device.counters;
       if (split && !whole) wide_split_launch_count.fetch_add(1, std::memory_order_relaxed);
-      const unsigned grid = static_cast<unsigned>((whole ? cached.wide_whole : cached.wide_split).offsets.size() - 1);
-      structured_gemm_wide_kernel<<<grid, WideConfig::kThreads + kProducerThreads, WideConfig::kDynamicSmem,
-                                    stream(device)>>>(args, maps, on_device.offsets);
-      SG_CUDA_CHECK_LAUNCH("structured_gemm_wide_kernel");
-      wide_launch_count.fetch_add(1, std::memory_order_relaxed);
+      launch_wide(whole ? cached.wide_whole_on_device : cached.wide_split_on_device,
+                  whole ? cached.wide_whole : cached.wide_split);
       return;
     }
     if (tall) {
