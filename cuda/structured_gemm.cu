@@ -3476,12 +3476,12 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
 /// two and a half: docs/structured_gemm.md, "Writes dealt with the steps"). Where the runs cannot lie
 /// so (a tile row whose k-ranges leave no such order), each step goes to the tile whose columns hold
 /// its k, as the kernel's first form wrote them.
-std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> transposed_write_runs(
-    const std::vector<GemmWorkItem>& tiles, int cols) {
+std::map<std::pair<int32_t, int32_t>, KRun> transposed_write_runs(const std::vector<GemmWorkItem>& tiles,
+                                                                  int cols) {
   constexpr int kStep = TallConfig::kKStep;
   std::map<int32_t, std::vector<GemmWorkItem>> rows;
   for (const GemmWorkItem& t : tiles) rows[t.tile_row].push_back(t);
-  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> runs;
+  std::map<std::pair<int32_t, int32_t>, KRun> runs;
   for (auto& [row, row_tiles] : rows) {
     std::sort(row_tiles.begin(), row_tiles.end(), [](const GemmWorkItem& x, const GemmWorkItem& y) {
       return x.k_begin != y.k_begin ? x.k_begin < y.k_begin : x.k_end < y.k_end;
@@ -3494,7 +3494,7 @@ std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> transposed_wr
       total += (t.k_end - t.k_begin + kStep - 1) / kStep;
     }
     const int32_t steps = (hi - lo + kStep - 1) / kStep;
-    std::vector<std::pair<int32_t, int32_t>> cut(row_tiles.size());
+    std::vector<KRun> cut(row_tiles.size());
     bool fits = true;
     double done = 0;
     int32_t x = lo;
@@ -3511,7 +3511,7 @@ std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> transposed_wr
     for (size_t i = 0; i < row_tiles.size(); ++i) {
       const GemmWorkItem& t = row_tiles[i];
       const int32_t col0 = t.tile_col * cols;
-      runs[{row, t.tile_col}] = fits ? cut[i] : std::make_pair(std::max(col0, t.k_begin), std::min(col0 + cols, t.k_end));
+      runs[{row, t.tile_col}] = fits ? cut[i] : KRun{std::max(col0, t.k_begin), std::min(col0 + cols, t.k_end)};
     }
   }
   return runs;
@@ -3549,7 +3549,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
   auto writes_of = [&](const GemmWorkItem& t) {
     const auto run = runs.find({t.tile_row, t.tile_col});
     if (run == runs.end()) return KRun{};
-    const int32_t begin = std::max(run->second.first, t.k_begin), end = std::min(run->second.second, t.k_end);
+    const int32_t begin = std::max(run->second.begin, t.k_begin), end = std::min(run->second.end, t.k_end);
     return KRun{begin, std::max(begin, end)};
   };
   auto cost = [&](const GemmWorkItem& t) {
