@@ -3369,24 +3369,11 @@ std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const Ge
   return items;
 }
 
-// The tall kernel's model cost of an item's fill and epilogue, in k-steps of one block, and the
-// extra cost of a chunk of a split tile (the first to arrive waits for its stores to complete).
-constexpr double kTallItemCost = 5.0;
-constexpr double kTallChunkCost = 2.0;
-// A tile of zeros, in k-steps: its 128 KB of TMA stores at the end of its block's items (the
-// planner gives them to the least loaded blocks).
-constexpr double kTallZeroCost = 2.0;
-// A step that also writes its A tile transposed (the writing plan), in k-steps on top of the step.
-// Measured (H100, 2026-11-26, Upper·Upper 4096, the writing forward): 0.117–0.121 ms at 0 (the runs
-// alone), 0.113–0.114 at 1, 0.114–0.116 at 1.5, 0.113 at 2, 0.116 at 3 (docs/structured_gemm.md,
-// "Writes dealt with the steps").
-constexpr double kTallWriteCost = 2.0;
-
 namespace {
 
 double tall_item_cost(const GemmWorkItem& t) {
   constexpr int kStep = TallConfig::kKStep;
-  return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallItemCost + (t.chunk_count > 1 ? kTallChunkCost : 0.0);
+  return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallCosts.item + (t.chunk_count > 1 ? kTallCosts.chunk : 0.0);
 }
 
 /// A tile cut into two chunks at `k_split`: chunk 0 the lower k, chunk 1 the rest, sharing arrival
@@ -3454,7 +3441,7 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
     const GemmWorkItem& t = dealt.item;
     const int steps = steps_of(t);
     const double load = slots.top().first;
-    const int room = static_cast<int>(std::min<double>(target - load - kTallItemCost - kTallChunkCost, steps));
+    const int room = static_cast<int>(std::min<double>(target - load - kTallCosts.item - kTallCosts.chunk, steps));
     if (t.chunk_count > 1 || load + cost(t) <= target || room < kMinChunkSteps ||
         steps - room < kMinChunkSteps) {
       place(t);
@@ -3595,7 +3582,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
   for (const GemmWorkItem& z : zeros) {
     const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
     block_zeros[b].push_back(z);
-    loads[b] += kTallZeroCost;
+    loads[b] += kTallCosts.zero;
   }
   plan.offsets.reserve(static_cast<size_t>(sms) + 1);
   for (size_t b = 0; b < per_block.size(); ++b) {
@@ -3765,7 +3752,7 @@ struct CachedPlan {
   TallPlan tall;
   DeviceBlockPlan tall_on_device;
   // The tall schedule of a launch that writes op(A)ᵀ (GemmProblem::at_buffer): its items' loads count
-  // their transposed writes (tall_tile_plan with kTallWriteCost); the runs they write on the device.
+  // their transposed writes (tall_tile_plan with kTallCosts.write); the runs they write on the device.
   TallPlan tall_writing;
   DeviceBlockPlan tall_writing_on_device;
   const KRun* tall_writing_runs = nullptr;
@@ -3865,7 +3852,7 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   if (wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
   if (wgmma && tall_shape(p)) {
     entry->tall = tall_tile_plan(p, sms);
-    entry->tall_writing = tall_tile_plan(p, sms, TallConfig::kTile, TallConfig::kTileN, kTallWriteCost);
+    entry->tall_writing = tall_tile_plan(p, sms, TallConfig::kTile, TallConfig::kTileN, kTallCosts.write);
   }
   if (wgmma && wide_structured_shape(p))
     entry->wide_structured = tall_tile_plan(p, sms, WideConfig::kTile, WideConfig::kTileN);

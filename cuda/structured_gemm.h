@@ -235,7 +235,7 @@ int64_t transposed_a_outputs();
 /// items[offsets[b + 1] − 1], its tiles of zeros (empty k-range, written by TMA stores of a zeroed
 /// box after the block's other items) first. Tiles of 256 rows × 128 columns with the k-ranges of
 /// structured_k_range, dealt in shared-panel order (by first k, heaviest first among equal first
-/// k), each to the least loaded block (load: k-steps plus a fixed cost per item), then the tiles of
+/// k), each to the least loaded block (load: k-steps plus kTallCosts per item), then the tiles of
 /// zeros, each to the least loaded block. Where
 /// the model's makespan is 2 % shorter for it, the tiles longer than a cap are cut into two chunks
 /// (chunk_count 2, counter_index their arrival counter): the first chunk to finish stores its
@@ -256,6 +256,17 @@ struct TallPlan : BlockPlan {
   double mean_load = 0;       // the unsplit tiles' load per block
   std::vector<KRun> transposed_writes;
 };
+/// The plans' model costs (tall_tile_plan; the tall kernel's and the wide kernel's structured
+/// launches), in k-steps of one block on top of an item's own k-steps: an item's fill and epilogue,
+/// a chunk of a split tile (the first to arrive waits for its stores to complete), a tile of zeros
+/// (128 KB of TMA stores after the block's other items), and a step that also writes its A tile
+/// transposed (the writing plan). Fitted to the blocks' measured times in Upper·Upper's forward +
+/// backward at 3072, 4096 and 8192, then chosen by a sweep on the H100 (docs/structured_gemm.md,
+/// "The plan's costs fitted to the blocks' times"; they were 5, 2, 2 and 2).
+struct TallCosts {
+  double item, chunk, zero, write;
+};
+inline constexpr TallCosts kTallCosts{8.0, 4.0, 5.0, 1.5};
 /// write_cost > 0: the plan of a launch that writes op(A)ᵀ, whose items' loads count each step they
 /// write (transposed_writes) write_cost k-steps more.
 TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows = 256, int cols = 128, double write_cost = 0);
