@@ -231,6 +231,13 @@ void set_transposed_a_output(bool on);
 bool transposed_a_output();
 /// Tall launches that wrote op(A)ᵀ since the process started (for the tests).
 int64_t transposed_a_outputs();
+/// Whether the tall and wide kernels are launched with programmatic stream serialization, so that
+/// a launch may begin once the kernel before it in the stream has no blocks left, before that grid
+/// has completed; its blocks wait for it to complete before they touch memory (docs/structured_gemm.md,
+/// "Launches that begin before the kernel before them ends"). On by default; off for the tests and
+/// the benchmark's comparison.
+void set_dependent_launch(bool on);
+bool dependent_launch();
 /// The tall kernel's schedule for `p` on `sms` blocks: block b runs items[offsets[b]] …
 /// items[offsets[b + 1] − 1], its tiles of zeros (empty k-range, written by TMA stores of a zeroed
 /// box after the block's other items) first. Tiles of 256 rows × 128 columns with the k-ranges of

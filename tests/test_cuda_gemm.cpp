@@ -294,6 +294,7 @@ class ScopedTf32 {
     cu::set_register_b(cu::RegisterB::Auto);
     cu::set_tall_tiles(cu::TallTiles::Auto);
     cu::set_transposed_a_output(true);
+    cu::set_dependent_launch(true);
     cu::set_poison_relayout_copies(false);
     cu::set_fp32_loop(cu::Fp32Loop::Auto);
   }
@@ -1461,6 +1462,41 @@ TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms
   const int64_t before = cu::wide_structured_launches();
   expect_the_same_bits_each_launch(planned, rng, 8, describe(da, sg::kFloat32));
   EXPECT_EQ(cu::wide_structured_launches() - before, 8);
+}
+
+TEST(CudaGemmLaunch, ChainedProductsReadWhatTheKernelBeforeThemWrote) {
+  // The tall and wide kernels are launched so that each may begin before the kernel before it in the
+  // stream has completed (set_dependent_launch): its blocks must wait for that kernel before they
+  // touch memory. A chain at 3072 on Auto in which each product reads the one before it, all queued before
+  // anything is read back: c1 = U1·U2 and c2 = c1·U3 (tall), y = linear(c2, U4) = c2·U4ᵀ (the wide
+  // kernel's structured schedule), z = y·U5 (tall). Each product against float64 on the CPU from its
+  // inputs as the device holds them; dependent launches, then ordinary ones, then dependent again,
+  // with new inputs each round (so an output read too early, from the last round's memory, is wrong).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
+  const int64_t n = 3072;
+  const auto f32 = sg::TensorOptions().dtype(sg::kFloat32).device(kCuda0);
+  auto on_cpu = [](const sg::Tensor& t) { return t.to(sg::kCPU).to(sg::kFloat64); };
+  sg::manual_seed(47);
+  for (bool dependent : {true, false, true}) {
+    SCOPED_TRACE(dependent ? "dependent launches" : "ordinary launches");
+    cu::set_dependent_launch(dependent);
+    std::vector<sg::UpperTriangular> u;
+    for (int i = 0; i < 5; ++i) u.push_back(sg::UpperTriangular::randn(n, f32));
+    const int64_t tall = cu::tall_launches(), wide = cu::wide_structured_launches();
+    const sg::UpperTriangular c1 = sg::matmul(u[0], u[1]);
+    const sg::UpperTriangular c2 = sg::matmul(c1, u[2]);
+    const sg::Tensor y = sg::linear(c2, u[3]);
+    const sg::Tensor z = sg::matmul(y, u[4]);
+    EXPECT_EQ(cu::tall_launches() - tall, 3) << "c1, c2 and z on the tall kernel";
+    EXPECT_EQ(cu::wide_structured_launches() - wide, 1) << "y on the wide kernel's structured schedule";
+    const sg::Tensor c1_64 = on_cpu(c1), c2_64 = on_cpu(c2), y_64 = on_cpu(y);
+    EXPECT_LE(sgtest::rel_error(c1_64.to_vector(), sg::matmul(on_cpu(u[0]), on_cpu(u[1])).to_vector()), 2e-3) << "c1";
+    EXPECT_LE(sgtest::rel_error(c2_64.to_vector(), sg::matmul(c1_64, on_cpu(u[2])).to_vector()), 2e-3) << "c2";
+    EXPECT_LE(sgtest::rel_error(y_64.to_vector(), sg::linear(c2_64, on_cpu(u[3])).to_vector()), 2e-3) << "y";
+    EXPECT_LE(sgtest::rel_error(on_cpu(z).to_vector(), sg::matmul(y_64, on_cpu(u[4])).to_vector()), 2e-3) << "z";
+  }
 }
 
 using sg::detail::cuda::GemmSchedule;
