@@ -2544,6 +2544,7 @@ struct WideConfig : ConfigTf32Wgmma {
   static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
 };
 static_assert(WideConfig::kDynamicSmem <= 227 * 1024, "the wide ring fits an H100 block's shared memory");
+static_assert(WideConfig::kTile == 128 && WideConfig::kTileN == 256, "tall_costs knows the wide kernel's plans by their tile");
 
 /// The wide kernel's tile written by TMA stores (TmaMaps::kCStore), in eight rounds of 32 columns
 /// through the two boxes at `out` in turn (128 rows × 32 columns each, the 128-byte swizzle: 16-byte
@@ -3391,9 +3392,9 @@ std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const Ge
 
 namespace {
 
-double tall_item_cost(const GemmWorkItem& t) {
+double tall_item_cost(const GemmWorkItem& t, const TallCosts& costs) {
   constexpr int kStep = TallConfig::kKStep;
-  return (t.k_end - t.k_begin + kStep - 1) / kStep + kTallCosts.item + (t.chunk_count > 1 ? kTallCosts.chunk : 0.0);
+  return (t.k_end - t.k_begin + kStep - 1) / kStep + costs.item + (t.chunk_count > 1 ? costs.chunk : 0.0);
 }
 
 /// A tile cut into two chunks at `k_split`: chunk 0 the lower k, chunk 1 the rest, sharing arrival
@@ -3418,10 +3419,11 @@ std::pair<GemmWorkItem, GemmWorkItem> tall_chunks(GemmWorkItem t, int k_split, i
 /// (both chunks at the tile's place in the order); a tile that would take its block's load past
 /// `target` is cut where the block reaches it, the second chunk going to the next least loaded
 /// block. Returns the model's makespan.
-/// `cost`: an item's load (tall_item_cost, plus its transposed writes in a writing plan).
+/// `cost`: an item's load (tall_item_cost, plus its transposed writes in a writing plan); `costs`:
+/// the plan's (tall_costs).
 template <class Cost>
 double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double cap, double target, const Cost& cost,
-                       std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
+                       const TallCosts& costs, std::vector<std::vector<GemmWorkItem>>& per_block, int& split_tiles) {
   constexpr int kStep = TallConfig::kKStep;
   constexpr int kMinChunkSteps = 8;
   auto steps_of = [](const GemmWorkItem& t) { return (t.k_end - t.k_begin + kStep - 1) / kStep; };
@@ -3461,7 +3463,7 @@ double deal_tall_tiles(const std::vector<GemmWorkItem>& tiles, int sms, double c
     const GemmWorkItem& t = dealt.item;
     const int steps = steps_of(t);
     const double load = slots.top().first;
-    const int room = static_cast<int>(std::min<double>(target - load - kTallCosts.item - kTallCosts.chunk, steps));
+    const int room = static_cast<int>(std::min<double>(target - load - costs.item - costs.chunk, steps));
     if (t.chunk_count > 1 || load + cost(t) <= target || room < kMinChunkSteps ||
         steps - room < kMinChunkSteps) {
       place(t);
@@ -3550,6 +3552,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
   }
   TallPlan plan;
   plan.compute_tiles = static_cast<int64_t>(tiles.size());
+  const TallCosts& costs = tall_costs(rows, cols);
   // Each tile's run of transposed writes; in a writing plan (write_cost > 0) an item's load counts
   // the steps of its run in its k-range, write_cost each on top.
   const auto runs = transposed_write_runs(tiles, cols);
@@ -3560,9 +3563,9 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
     return KRun{begin, std::max(begin, end)};
   };
   auto cost = [&](const GemmWorkItem& t) {
-    if (write_cost == 0) return tall_item_cost(t);
+    if (write_cost == 0) return tall_item_cost(t, costs);
     const KRun w = writes_of(t);
-    return tall_item_cost(t) + write_cost * ((w.end - w.begin + TallConfig::kKStep - 1) / TallConfig::kKStep);
+    return tall_item_cost(t, costs) + write_cost * ((w.end - w.begin + TallConfig::kKStep - 1) / TallConfig::kKStep);
   };
   for (const GemmWorkItem& t : tiles) plan.mean_load += cost(t) / sms;
   // Whichever candidate the model gives the shortest makespan, ties to the fewest split tiles; a
@@ -3582,7 +3585,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
     const double target = fraction < 0 ? -fraction * plan.mean_load : kNone;
     std::vector<std::vector<GemmWorkItem>> blocks(static_cast<size_t>(sms));
     int split = 0;
-    const double makespan = deal_tall_tiles(tiles, sms, cap, target, cost, blocks, split);
+    const double makespan = deal_tall_tiles(tiles, sms, cap, target, cost, costs, blocks, split);
     if (per_block.empty()) unsplit = makespan;  // the first candidate
     const bool better = makespan < plan.makespan || (makespan == plan.makespan && split < plan.split_tiles);
     if (per_block.empty() || (better && makespan < 0.98 * unsplit)) {
@@ -3602,7 +3605,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
   for (const GemmWorkItem& z : zeros) {
     const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
     block_zeros[b].push_back(z);
-    loads[b] += kTallCosts.zero;
+    loads[b] += costs.zero;
   }
   plan.offsets.reserve(static_cast<size_t>(sms) + 1);
   for (size_t b = 0; b < per_block.size(); ++b) {

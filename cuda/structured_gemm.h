@@ -274,6 +274,11 @@ struct TallCosts {
   double item, chunk, zero, write;
 };
 inline constexpr TallCosts kTallCosts{8.0, 4.0, 5.0, 1.5};
+/// The wide kernel's (128 × 256 tiles: its structured products, dA = triu(G·Bᵀ)), chosen the same
+/// way: its items, split chunks and tiles of zeros cost more beside its steps.
+inline constexpr TallCosts kWideCosts{10.0, 6.0, 6.0, 0.0};
+/// The costs of a plan of `rows` × `cols` tiles: kWideCosts for the wide kernel's, else kTallCosts.
+inline const TallCosts& tall_costs(int rows, int cols) { return rows == 128 && cols == 256 ? kWideCosts : kTallCosts; }
 /// write_cost > 0: the plan of a launch that writes op(A)ᵀ, whose items' loads count each step they
 /// write (transposed_writes) write_cost k-steps more.
 TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows = 256, int cols = 128, double write_cost = 0);

@@ -1891,6 +1891,7 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
       for (const GemmProblem& p : products) {
         const int sms = 132;
         const cu::TallPlan plan = cu::tall_tile_plan(p, sms, tile_rows, tile_cols);
+        const cu::TallCosts& costs = cu::tall_costs(tile_rows, tile_cols);
         const std::string what = describe(p, sg::kFloat32);
         ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
         EXPECT_EQ(plan.offsets.front(), 0) << what;
@@ -1912,7 +1913,7 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
             EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
             computing = computing || !zeros;
             zero_counts.back() += zeros ? 1 : 0;
-            if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + cu::kTallCosts.item + (item.chunk_count > 1 ? cu::kTallCosts.chunk : 0.0);
+            if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + costs.item + (item.chunk_count > 1 ? costs.chunk : 0.0);
             auto& chunks = by_tile[{item.tile_row, item.tile_col}];
             if (item.chunk_count == 1) {
               EXPECT_TRUE(chunks.empty()) << what << ": a tile twice";
@@ -1931,12 +1932,12 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
           makespan = std::max(makespan, load);
           loads.push_back(load);
         }
-        // The tiles of zeros went one by one to the least loaded block (kTallCosts.zero each, ties: the lowest index).
+        // The tiles of zeros went one by one to the least loaded block (costs.zero each, ties: the lowest index).
         std::vector<int> expected_zeros(static_cast<size_t>(sms), 0);
         for (int z = 0; z < std::accumulate(zero_counts.begin(), zero_counts.end(), 0); ++z) {
           const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
           ++expected_zeros[b];
-          loads[b] += cu::kTallCosts.zero;
+          loads[b] += costs.zero;
         }
         EXPECT_EQ(zero_counts, expected_zeros) << what;
         EXPECT_EQ(computed, plan.compute_tiles) << what;
@@ -1973,13 +1974,13 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
           }
           longest = std::max<int64_t>(longest, (range.end - range.begin + 31) / 32);
         }
-        EXPECT_LE(plan.makespan, longest + cu::kTallCosts.item + std::max(plan.mean_load, 0.0) + 1e-9) << what;
+        EXPECT_LE(plan.makespan, longest + costs.item + std::max(plan.mean_load, 0.0) + 1e-9) << what;
         if (n == 4096) {
           EXPECT_GE(plan.makespan, plan.mean_load) << what;
-          EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + cu::kTallCosts.item + cu::kTallCosts.chunk) << what;
+          EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + costs.item + costs.chunk) << what;
           if (p.a.kind == OperandKind::Upper && p.b.kind != OperandKind::Dense) {
             EXPECT_GT(plan.split_tiles, 0) << what;
-            EXPECT_LT(plan.makespan, longest + cu::kTallCosts.item) << what;  // the longest tile no longer alone sets it
+            EXPECT_LT(plan.makespan, longest + costs.item) << what;  // the longest tile no longer alone sets it
           }
         }
       }
