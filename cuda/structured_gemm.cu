@@ -404,11 +404,11 @@ __device__ __forceinline__ void fence_shared_for_async_proxy() {
 // The tall and wide kernels are launched with programmatic stream serialization
 // (launch_after_previous): such a launch may begin once the blocks of the kernel before it in the
 // stream have exited, before that grid has completed (its memory flushed), so the gap between the
-// two kernels shrinks (measured: 2.8–3.0 µs to 1.4–1.5; docs/structured_gemm.md, "Launches that
+// two kernels shrinks (measured: 2.7–3.2 µs to 1.4–1.5; docs/structured_gemm.md, "Launches that
 // begin before the kernel before them ends"). Each block waits for that grid to complete before
 // it reads or writes global memory. The kernels do not signal their dependents earlier
 // (griddepcontrol.launch_dependents): the next kernel's blocks then wait on SMs as this one's
-// leave, and ran 3–4 % slower.
+// leave, and ran 2–5 % slower.
 /// Waits until the grids this one depends on have completed and their writes are visible (at once
 /// where the launch was an ordinary one).
 __device__ __forceinline__ void wait_for_previous_grid() {
