@@ -743,22 +743,27 @@ __device__ __forceinline__ void tma_load_box_3d(void* dst, const CUtensorMap* ma
 /// that ends inside the step). Each of the kThreads threads rewrites 4 of the tile's 1024
 /// 16-byte chunks (row q/8, chunk q mod 8 along k, q = tid + kThreads·c); 8 consecutive threads
 /// cover one 128-byte row, conflict-free.
+/// Zeros the elements of one 16-byte chunk of a tile in shared memory (4 consecutive k from k, at
+/// outer index `outer`) that lie outside `pattern`, and with kLimitK those at k_limit and beyond.
+template <bool kLimitK = false, class T>
+__device__ __forceinline__ void zero_chunk_outside(T* chunk, Pattern pattern, int outer, int k, int k_limit = 0) {
+  T value[4];
+  load4_shared(chunk, value);
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (!pattern_allows(pattern, outer, k + j) || (kLimitK && k + j >= k_limit)) value[j] = T(0);
+  store_vec_shared(chunk, value);
+}
+
 template <class Cfg, bool kLimitK = false>
 __device__ __forceinline__ void zero_outside_structure(typename Cfg::Scalar* tile, Pattern pattern, int outer0, int k0,
                                                        int k_limit = 0) {
-  using T = typename Cfg::Scalar;
   static_assert(Cfg::kTile * Cfg::kKStep / 4 == 4 * Cfg::kThreads, "4 chunks per thread");
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     const int q = threadIdx.x + c * Cfg::kThreads;
     const int row = q >> 3, k = 4 * (q & 7);
-    T* chunk = wgmma_tile_chunk<Cfg>(tile, row, k);
-    T value[4];
-    load4_shared(chunk, value);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (!pattern_allows(pattern, outer0 + row, k0 + k + j) || (kLimitK && k0 + k + j >= k_limit)) value[j] = T(0);
-    store_vec_shared(chunk, value);
+    zero_chunk_outside<kLimitK>(wgmma_tile_chunk<Cfg>(tile, row, k), pattern, outer0 + row, k0 + k, k_limit);
   }
 }
 
@@ -2620,13 +2625,7 @@ __device__ __forceinline__ void zero_wide_rows_outside(float* tile, Pattern patt
   for (int c = 0; c < 4; ++c) {
     const int q = (threadIdx.x & 127) + c * 128;
     const int row = 64 * warpgroup + (q >> 3), k = 4 * (q & 7);
-    float* chunk = wgmma_tile_chunk<Cfg>(tile, row, k);
-    float value[4];
-    load4_shared(chunk, value);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (!pattern_allows(pattern, row0 + row, k0 + k + j)) value[j] = 0.0f;
-    store_vec_shared(chunk, value);
+    zero_chunk_outside(wgmma_tile_chunk<Cfg>(tile, row, k), pattern, row0 + row, k0 + k);
   }
   fence_shared_for_async_proxy();
   if (warpgroup == 0) named_barrier_sync(kWideWarpgroupBarrier, 128);  // (ids known to ptxas)
