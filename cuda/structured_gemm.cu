@@ -1932,6 +1932,22 @@ __device__ __forceinline__ int swizzled_out_offset(int r, int c, int box_bytes) 
   return (c >> 5) * box_bytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) + (c & 3) * 4;
 }
 
+/// The box of the tiles of zeros (the tall and wide kernels, after a block's other items): once
+/// thread 0's stores have read the epilogue's buffer at `out`, the kThreads consumer threads zero its
+/// first kBytes and fence them for the TMA stores that follow.
+template <int kThreads, int kBytes>
+__device__ __forceinline__ void zero_box_for_stores(unsigned char* out) {
+  static_assert(kBytes % (16 * kThreads) == 0, "whole 16-byte chunks per thread");
+  if (threadIdx.x == 0) tma_store_wait_read();
+  named_barrier_sync(kConsumerBarrier, kThreads);
+  const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < kBytes / 16 / kThreads; ++c)
+    store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * kThreads)), z);
+  fence_shared_for_async_proxy();
+  named_barrier_sync(kConsumerBarrier, kThreads);
+}
+
 /// Zeros one 128 × 32 box of floats (16 KB) in shared memory: 4 of its 16-byte chunks per thread of
 /// the register-B kernel's 256.
 __device__ __forceinline__ void zero_shared_box(unsigned char* box) {
@@ -2492,14 +2508,7 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
   }
   // The tiles of zeros, from a box of the epilogue's buffer zeroed once its last stores have read it.
   if (zeros_end > first) {
-    if (issuer) tma_store_wait_read();
-    __syncthreads();
-    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int c = 0; c < Cfg::kOutBoxBytes / 16 / Cfg::kThreads; ++c)
-      store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * Cfg::kThreads)), z);
-    fence_shared_for_async_proxy();
-    __syncthreads();
+    zero_box_for_stores<Cfg::kThreads, Cfg::kOutBoxBytes>(out);
     if (issuer) {
       for (int t = first; t < zeros_end; ++t) {
         const int row0 = args.items[t].tile_row * Cfg::kTile, col0 = args.items[t].tile_col * Cfg::kTileN;
@@ -2725,14 +2734,7 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
   // The tiles of zeros (the Upper mask's tiles below the diagonal), from the first box of the
   // epilogue's buffer zeroed once the last stores have read it: eight stores of 128 × 32 each.
   if (zero_tiles) {
-    if (threadIdx.x == 0) tma_store_wait_read();
-    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int c = 0; c < Cfg::kOutBoxBytes / 16 / Cfg::kThreads; ++c)
-      store_vec_shared(reinterpret_cast<float*>(out + 16 * (threadIdx.x + c * Cfg::kThreads)), z);
-    fence_shared_for_async_proxy();
-    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+    zero_box_for_stores<Cfg::kThreads, Cfg::kOutBoxBytes>(out);
     if (threadIdx.x == 0) {
       for (int t = first; t < last; ++t) {
         const GemmWorkItem& item = args.items[t];
