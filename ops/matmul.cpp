@@ -116,8 +116,11 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   p.ldb = b.size(1);
   p.ldc = n;
   if (at != nullptr) {
-    p.at_buffer = [at, &a, k, m] {
-      *at = detail::make_tensor({k, m}, a.dtype(), a.device());
+    // Two captures, within std::function's own storage: the product is copied on its way to the
+    // launcher, and a larger capture would be a heap block per forward. op(a) = a here.
+    SG_CHECK(!da.trans, "gemm_raw: op(a)ᵀ is offered only for an a read as it lies");
+    p.at_buffer = [at, &a] {
+      *at = detail::make_tensor({a.size(1), a.size(0)}, a.dtype(), a.device());
       return at->data_ptr();
     };
   }
