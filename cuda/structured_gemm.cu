@@ -4036,9 +4036,13 @@ bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtenso
 /// the 128-byte swizzle, for store_tile_by_tma. False where TMA cannot write C (16-byte aligned
 /// rows needed) or where the mask is Symmetric (its mirror writes go outside the tile).
 /// Whether C can take TMA stores: 16-byte aligned rows, a mask other than Symmetric (whose mirror
-/// the kernels write with their own stores), and the driver's tensor-map encoder.
+/// the kernels write with their own stores), and the driver's tensor-map encoder. And rows whose n
+/// floats end on a 16-byte boundary: TMA stores write whole 16-byte chunks, so with n not a multiple
+/// of 4 they wrote the floats past n up to the boundary, in C rows padded to 16 bytes (the test
+/// CudaGemmTmaStores.LeaveTheColumnsPastCsWidthAsTheyWere, H100, 2026-11-26; the same limit is
+/// documented in triton-lang/triton#11893).
 bool output_map_possible(const GemmArgs<float>& args) {
-  return args.c_vector_ok && args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
+  return args.c_vector_ok && args.n % 4 == 0 && args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
 }
 
 /// Encodes `map` over a row-major float32 matrix of rows × cols (row stride ld, 16-byte aligned) for

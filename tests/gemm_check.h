@@ -94,9 +94,10 @@ inline void fill_outside_structure(GemmOperand d, int64_t rows, int64_t cols, in
 /// values (also outside the structures, except where an operand has zeros_stored or
 /// mirror_stored) and C
 /// poisoned with NaN, and compares with the float64 reference. `pad`: extra (random) columns in
-/// A's and B's storage rows, so the leading dimensions exceed the operands' widths.
+/// A's and B's storage rows, so the leading dimensions exceed the operands' widths. `c_pad`: extra
+/// columns in C's rows, which must keep their poison.
 inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng,
-                               int64_t pad = 0) {
+                               int64_t pad = 0, int64_t c_pad = 0) {
   const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
   const int64_t b_rows = p.b.trans ? p.n : p.k, b_cols = p.b.trans ? p.k : p.n;
   const auto opts = sg::TensorOptions().dtype(dtype);
@@ -117,16 +118,30 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
   sg::detail::cpu::reference_gemm_f64(host, dtype, reference.data());
 
   sg::Tensor a_dev = a.to(device).clone(), b_dev = b.to(device).clone();
-  sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n}, opts.device(device));
+  sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n + c_pad}, opts.device(device));
   c_dev.fill_(std::nan(""));
   GemmProblem on_device = host;
   on_device.a_data = a_dev.data_ptr();
   on_device.b_data = b_dev.data_ptr();
   on_device.c_data = c_dev.data_ptr();
+  on_device.ldc = p.n + c_pad;
   sg::detail::backend_for(device).gemm(on_device, dtype);
-  const std::vector<double> c = c_dev.to_vector();
-
+  const std::vector<double> c_rows = c_dev.to_vector();
+  std::vector<double> c(static_cast<size_t>(p.m * p.n));
   Checked out;
+  int64_t written = 0, last_row = -1;
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n + c_pad; ++j) {
+      const double x = c_rows[static_cast<size_t>(i * (p.n + c_pad) + j)];
+      if (j < p.n) {
+        c[static_cast<size_t>(i * p.n + j)] = x;
+      } else if (!std::isnan(x)) {
+        if (written++ == 0) out.failure = sg::detail::concat("element (", i, ", ", j, ") past C's ", p.n, " columns was written: ", x);
+        last_row = i;
+      }
+    }
+  if (written > 0) out.failure += sg::detail::concat(" (", written, " such elements, the last in row ", last_row, ")");
+
   out.rel_error = sgtest::rel_error(c, reference);
   double sum_sq = 0;
   for (double r : reference) sum_sq += r * r;
@@ -202,14 +217,18 @@ inline double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 
 /// The largest relative error seen since the last reset (tests print it: the measured figure).
 inline double g_max_rel_error = 0;
 
-#define SG_EXPECT_PRODUCT_PADDED(device, problem, dtype, rng, pad)                                   \
+/// `pad` extra columns in A's and B's rows, `c_pad` in C's (run_and_compare).
+#define SG_EXPECT_PRODUCT_PADDED_C(device, problem, dtype, rng, pad, c_pad)                           \
   do {                                                                                               \
-    const Checked checked_ = run_and_compare((device), (problem), (dtype), (rng), (pad));            \
+    const Checked checked_ = run_and_compare((device), (problem), (dtype), (rng), (pad), (c_pad));   \
     ::sgtest::gemm::g_max_rel_error = std::max(::sgtest::gemm::g_max_rel_error, checked_.rel_error); \
-    EXPECT_LE(checked_.rel_error, tolerance(dtype)) << describe((problem), (dtype)) << " pad=" << (pad); \
+    EXPECT_LE(checked_.rel_error, tolerance(dtype))                                                  \
+        << describe((problem), (dtype)) << " pad=" << (pad) << " c_pad=" << (c_pad);                 \
     EXPECT_TRUE(checked_.failure.empty())                                                            \
-        << describe((problem), (dtype)) << " pad=" << (pad) << ": " << checked_.failure;             \
+        << describe((problem), (dtype)) << " pad=" << (pad) << " c_pad=" << (c_pad) << ": " << checked_.failure; \
   } while (0)
+#define SG_EXPECT_PRODUCT_PADDED(device, problem, dtype, rng, pad) \
+  SG_EXPECT_PRODUCT_PADDED_C(device, problem, dtype, rng, pad, 0)
 #define SG_EXPECT_PRODUCT(device, problem, dtype, rng) SG_EXPECT_PRODUCT_PADDED(device, problem, dtype, rng, 0)
 
 /// Every descriptor pair under the Full and Upper masks, and every A·Aᵀ-shaped pair (the

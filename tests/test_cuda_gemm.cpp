@@ -1425,6 +1425,37 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
   cu::set_wide_tiles(cu::WideTiles::Auto);
 }
 
+TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
+  // C's rows padded to 16 bytes past its n columns: the padding must keep its poison. TMA stores
+  // write whole 16-byte chunks, so where n is not a multiple of 4 (522) they would write the two
+  // floats past it; there the tall and wide kernels, which write C by TMA only, must not run, and
+  // the product goes to a kernel that stores C float by float at its edge. Where n is (520), they run.
+  // An Upper A of n × 302 (300) under the Upper mask (tile rows with no k-range: tiles of zeros, the last
+  // of them in C's last columns), the operands' rows padded to 16 bytes too; Upper·Dense is the
+  // tall kernel's, Upper·Denseᵀ the wide kernel's structured schedule, both forced on.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
+  cu::set_tall_tiles(cu::TallTiles::Always);
+  cu::set_wide_tiles(cu::WideTiles::Always);
+  std::mt19937_64 rng(53);
+  for (int64_t n : {522, 520}) {
+    for (bool wide : {false, true}) {
+      GemmProblem p = vouched(square(n, upper, wide ? dense_t : dense, OutputMask::Upper));
+      p.k = n == 522 ? 302 : 300;
+      const int64_t pad = n == 522 ? 2 : 4, c_pad = pad;  // every row 16-byte aligned
+      const int64_t tall = cu::tall_launches(), wide_launches = cu::wide_structured_launches();
+      SG_EXPECT_PRODUCT_PADDED_C(kCuda0, p, sg::kFloat32, rng, pad, c_pad);
+      const int64_t expected = n % 4 == 0 ? 1 : 0;
+      EXPECT_EQ(cu::tall_launches() - tall, wide ? 0 : expected) << describe(p, sg::kFloat32);
+      EXPECT_EQ(cu::wide_structured_launches() - wide_launches, wide ? expected : 0) << describe(p, sg::kFloat32);
+    }
+  }
+  cu::set_tall_tiles(cu::TallTiles::Auto);
+  cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
 TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms) {
   // On Auto the wide kernel's structured schedule takes dA = triu(G·Bᵀ) of Upper·Upper (G
   // unvouched) at 4096 (272 tiles of 128 × 256 with a k-range), not at 2048 (72); with one Dense
