@@ -4197,7 +4197,8 @@ bool wide_structured_pays(const GemmArgs<float>& args, const CachedPlan& cached,
 /// Whether product `p` (operand views a, b with the register-B kernel's maps: A direct, B raw) runs
 /// on the tall kernel: it has a tall schedule, A holds its structural zeros (Dense, or
 /// zeros_stored; B's are written into its fragments where its storage lacks them, as in dB =
-/// triu(Aᵀ·G) with G read through C's structure), C takes TMA stores (16-byte aligned rows), on the
+/// triu(Aᵀ·G) with G read through C's structure), C takes TMA stores (16-byte aligned rows of a
+/// multiple of 4 floats), on the
 /// default loop with the register-B kernel on. Auto, besides: with one operand Dense (the tiles run long k-ranges), at
 /// least one tile with a k-range per two SMs (the plan splits long tiles in two where that balances
 /// the blocks); with none (Upper·Upper), at least one per SM.
@@ -4220,7 +4221,8 @@ bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandV
     return false;
   // B's zeros are written into its fragments where its storage lacks them; A's must be there.
   const bool zeros = a.pattern == Pattern::All || a.zeros_stored;
-  const bool c_aligned = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0;
+  // C takes TMA stores: 16-byte aligned rows that end on a 16-byte boundary (output_map_possible).
+  const bool c_aligned = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0 && p.n % 4 == 0;
   if (!zeros || !c_aligned) return false;
   if (setting == TallTiles::Always) return true;
   const bool one_dense = a.pattern == Pattern::All || b.pattern == Pattern::All;
