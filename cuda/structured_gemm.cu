@@ -4031,18 +4031,20 @@ bool encode_raw_block_map(const OperandView<float>& v, int64_t k_extent, CUtenso
   return true;
 }
 
-/// Encodes `map` over the output C (m × n, row stride ldc) in boxes of box_rows (128, the tall
-/// kernel's 64) rows × 32 columns with
-/// the 128-byte swizzle, for store_tile_by_tma. False where TMA cannot write C (16-byte aligned
-/// rows needed) or where the mask is Symmetric (its mirror writes go outside the tile).
-/// Whether C can take TMA stores: 16-byte aligned rows, a mask other than Symmetric (whose mirror
-/// the kernels write with their own stores), and the driver's tensor-map encoder. And rows whose n
-/// floats end on a 16-byte boundary: TMA stores write whole 16-byte chunks, so with n not a multiple
-/// of 4 they wrote the floats past n up to the boundary, in C rows padded to 16 bytes (the test
+/// Whether rows of n floats at c, ldc apart, take TMA stores: 16-byte aligned, and ending on a 16-byte
+/// boundary. TMA stores write whole 16-byte chunks, so with n not a multiple of 4 they wrote the floats
+/// past n up to the boundary, in C rows padded to 16 bytes (the test
 /// CudaGemmTmaStores.LeaveTheColumnsPastCsWidthAsTheyWere, H100, 2026-11-26; the same limit is
 /// documented in triton-lang/triton#11893).
+bool rows_take_tma_stores(const void* c, int64_t ldc, int64_t n) {
+  return reinterpret_cast<uintptr_t>(c) % 16 == 0 && ldc % 4 == 0 && n % 4 == 0;
+}
+
+/// Whether C can take TMA stores: rows that do (rows_take_tma_stores), a mask other than Symmetric
+/// (whose mirror the kernels write with their own stores), and the driver's tensor-map encoder.
 bool output_map_possible(const GemmArgs<float>& args) {
-  return args.c_vector_ok && args.n % 4 == 0 && args.mask != OutputMask::Symmetric && tensor_map_encoder() != nullptr;
+  return rows_take_tma_stores(args.c, args.ldc, args.n) && args.mask != OutputMask::Symmetric &&
+         tensor_map_encoder() != nullptr;
 }
 
 /// Encodes `map` over a row-major float32 matrix of rows × cols (row stride ld, 16-byte aligned) for
@@ -4061,6 +4063,9 @@ void encode_store_map(CUtensorMap* map, void* data, int64_t rows, int64_t cols, 
            ") for a ", rows, "x", cols, " ", what, " with leading dimension ", ld);
 }
 
+/// Encodes `map` over the output C (m × n, row stride ldc) in boxes of box_rows (128, the tall
+/// kernel's 64) rows × 32 columns with the 128-byte swizzle, for the TMA stores of C. False where C
+/// cannot take them (output_map_possible).
 bool encode_output_map(const GemmArgs<float>& args, CUtensorMap* map, cuuint32_t box_rows = ConfigTf32Wgmma::kTile) {
   if (!output_map_possible(args)) return false;
   encode_store_map(map, args.c, args.m, args.n, args.ldc, box_rows, "output");
@@ -4221,9 +4226,7 @@ bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandV
     return false;
   // B's zeros are written into its fragments where its storage lacks them; A's must be there.
   const bool zeros = a.pattern == Pattern::All || a.zeros_stored;
-  // C takes TMA stores: 16-byte aligned rows that end on a 16-byte boundary (output_map_possible).
-  const bool c_aligned = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0 && p.n % 4 == 0;
-  if (!zeros || !c_aligned) return false;
+  if (!zeros || !rows_take_tma_stores(p.c_data, p.ldc, p.n)) return false;
   if (setting == TallTiles::Always) return true;
   const bool one_dense = a.pattern == Pattern::All || b.pattern == Pattern::All;
   return (one_dense ? 2 : 1) * cached.tall.compute_tiles >= static_cast<int64_t>(sm_count(device));
