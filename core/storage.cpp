@@ -21,7 +21,17 @@ AllocatorStats host_memory_stats() {
   return s;
 }
 
-Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
+namespace detail {
+namespace {
+std::atomic<bool> zeros_reuse_on{true};
+}  // namespace
+void set_output_zeros_reuse(bool on) { zeros_reuse_on.store(on); }
+bool output_zeros_reuse() { return zeros_reuse_on.load(); }
+}  // namespace detail
+
+Storage::Storage(size_t bytes, Device dev) : Storage(bytes, dev, ZerosBelow{}) {}
+
+Storage::Storage(size_t bytes, Device dev, const ZerosBelow& wanted) : nbytes(bytes), device(dev) {
   // An empty CUDA storage still asks the allocator, which checks that the device exists.
   if (bytes == 0 && dev.is_cpu()) return;
   if (dev.is_cpu()) {
@@ -34,7 +44,9 @@ Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
     while (now > peak && !host_peak.compare_exchange_weak(peak, now)) {
     }
   } else {
-    data = detail::device_allocate(dev, bytes);
+    bool held = false;
+    data = detail::device_allocate(dev, bytes, wanted, &held);
+    if (held) zeros_below_ = wanted;  // as of version 0 (zeros_version_)
   }
 }
 
@@ -45,7 +57,7 @@ Storage::~Storage() {
     host_bytes_in_use -= nbytes;
   } else {
     try {
-      detail::device_free(device, data, nbytes);
+      detail::device_free(device, data, nbytes, holds_zeros_below(zeros_below_) ? zeros_below_ : ZerosBelow{});
     } catch (...) {
       // A destructor must not throw; the block is lost to the cache at worst.
     }

@@ -22,10 +22,11 @@ void check_shape(const char* op, const Shape& shape, DType dtype) {
     SG_CHECK(!__builtin_mul_overflow(bytes, d, &bytes), op, ": shape ", shape, " has too many elements");
 }
 
-Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure) {
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure, const ZerosBelow& wanted) {
   check_shape("tensor", shape, dtype);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(dtype), device);
+  impl->storage =
+      std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(dtype), device, wanted);
   impl->shape = shape;
   impl->dtype = dtype;
   impl->structure = structure;
@@ -35,6 +36,9 @@ Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure str
 Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = t.impl().storage;
+  // A view as another structure or shape may write below the diagonal (a Dense one through
+  // data_ptr(), unseen by the version): the storage's zeros are no longer vouched for.
+  if (structure != t.structure() || shape != t.shape()) impl->storage->forget_zeros_below();
   impl->shape = shape;
   impl->dtype = t.dtype();
   impl->structure = structure;

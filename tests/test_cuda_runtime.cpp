@@ -91,6 +91,58 @@ TEST(CudaAllocator, FreedBlockIsReusedWithoutCudaMalloc) {
   EXPECT_EQ(after.num_allocations, before.num_allocations + 2);
 }
 
+TEST(CudaAllocator, ABlockThatHoldsZerosGoesToTheStorageThatWantsThemAndNowhereElse) {
+  // A storage that holds zeros below a diagonal (ZerosBelow, marked by whoever wrote them) gives its
+  // block back with them; a storage that wants them gets that block first and says it holds them, a
+  // storage that wants nothing gets a block that holds nothing known first, and a block taken without
+  // being wanted forgets what it held. A write counted by the version, or a view forgotten, means the
+  // storage no longer holds them.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  sg::cuda::synchronize(0);
+  sg::cuda::empty_cache();
+  const sg::ZerosBelow z{30, 30, 30, 4}, other{30, 30, 32, 4};
+  const size_t bytes = 30 * 32 * 4;
+  void *zeros_block = nullptr, *plain_block = nullptr;
+  {
+    sg::Storage zeros(bytes, kCuda0), plain(bytes, kCuda0);
+    EXPECT_FALSE(zeros.holds_zeros_below(z));
+    zeros.mark_zeros_below(z);
+    EXPECT_TRUE(zeros.holds_zeros_below(z));
+    EXPECT_FALSE(zeros.holds_zeros_below(other));
+    zeros_block = zeros.data;
+    plain_block = plain.data;
+  }  // plain freed last: the top of the bucket
+  {
+    sg::Storage wants(bytes, kCuda0, z);
+    EXPECT_EQ(wants.data, zeros_block);
+    EXPECT_TRUE(wants.holds_zeros_below(z));
+    sg::Storage next(bytes, kCuda0, z);  // none left that holds z
+    EXPECT_EQ(next.data, plain_block);
+    EXPECT_FALSE(next.holds_zeros_below(z));
+  }  // wants gives its block back with z, next with nothing known
+  {
+    sg::Storage nothing(bytes, kCuda0);  // the block that holds nothing known, though z's is on top
+    EXPECT_EQ(nothing.data, plain_block);
+    sg::Storage takes(bytes, kCuda0);  // only z's left: taken, and z forgotten
+    EXPECT_EQ(takes.data, zeros_block);
+    EXPECT_FALSE(takes.holds_zeros_below(z));
+  }
+  {
+    sg::Storage wants(bytes, kCuda0, z);
+    EXPECT_FALSE(wants.holds_zeros_below(z)) << "a block taken without being wanted kept its zeros";
+    wants.mark_zeros_below(z);
+    wants.version++;  // an in-place write
+    EXPECT_FALSE(wants.holds_zeros_below(z));
+    wants.mark_zeros_below(z);
+    wants.forget_zeros_below();  // a view as another structure
+    EXPECT_FALSE(wants.holds_zeros_below(z));
+  }
+  for (int i = 0; i < 2; ++i) {
+    sg::Storage wants(bytes, kCuda0, z);
+    EXPECT_FALSE(wants.holds_zeros_below(z)) << "freed after a write or a view, a block kept its zeros";
+  }
+}
+
 TEST(CudaAllocator, BytesInUseCountRoundedBlocksAndReturnToBaseline) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const auto baseline = sg::cuda::allocator_stats();
