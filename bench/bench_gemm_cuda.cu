@@ -44,6 +44,7 @@ struct Options {
   bool wide_scalar_stores = false;  // that kernel's tiles written by 4-byte stores, not TMA (the ablation)
   bool no_transposed_a = false;     // the backward copies op(A) for dB, not reading the forward's op(A)ᵀ (the ablation)
   bool no_dependent_launch = false; // the tall and wide kernels launched as ordinary launches (the ablation)
+  bool no_zeros_reuse = false;      // Upper outputs write their zeros even in a block that holds them (the ablation)
   std::string wide_split = "auto";  // that kernel's last round of tiles cut in k
   std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   std::string tall = "auto";        // those of them with stored zeros: the 256 × 128 persistent kernel
@@ -96,6 +97,7 @@ Options parse(int argc, char** argv) {
     else if (mode_flag("--wide")) o.wide = next();
     else if (arg == "--wide-scalar-stores") o.wide_scalar_stores = true;
     else if (arg == "--no-transposed-a") o.no_transposed_a = true;
+    else if (arg == "--no-zeros-reuse") o.no_zeros_reuse = true;
     else if (arg == "--no-dependent-launch") o.no_dependent_launch = true;
     else if (mode_flag("--wide-split")) o.wide_split = next();
     else if (mode_flag("--register-b")) o.register_b = next();
@@ -110,7 +112,7 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] [--relayout auto|never|always] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--wide-split auto|never|always] [--register-b auto|never|always] [--tall auto|never|always] [--no-transposed-a] [--no-dependent-launch]] "
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--wide-split auto|never|always] [--register-b auto|never|always] [--tall auto|never|always] [--no-transposed-a] [--no-dependent-launch] [--no-zeros-reuse]] "
                    "[--schedule balanced|heaviest-first|raster] [--head-to-head PAIRS]\n");
       std::exit(2);
     }
@@ -651,6 +653,7 @@ int main(int argc, char** argv) {
     if (options.wide_scalar_stores) sg::detail::cuda::set_wide_tma_store(false);
     if (options.no_transposed_a) sg::detail::cuda::set_transposed_a_output(false);
     if (options.no_dependent_launch) sg::detail::cuda::set_dependent_launch(false);
+    if (options.no_zeros_reuse) sg::detail::set_output_zeros_reuse(false);
     if (options.wide_split != "auto")
       sg::detail::cuda::set_wide_split(options.wide_split == "never" ? sg::detail::cuda::WideSplit::Never
                                                                      : sg::detail::cuda::WideSplit::Always);
@@ -660,7 +663,7 @@ int main(int argc, char** argv) {
     if (options.tall != "auto")
       sg::detail::cuda::set_tall_tiles(options.tall == "never" ? sg::detail::cuda::TallTiles::Never
                                                                : sg::detail::cuda::TallTiles::Always);
-    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, split %s, register B %s, tall tiles %s%s%s, schedule %s), median of %d\n",
+    std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, split %s, register B %s, tall tiles %s%s%s%s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),
                 !options.tf32 && options.fma ? "exact (FFMA loop forced)"
                 : !options.tf32        ? "exact (FP64 tensor cores where they run at full rate, else FFMA)"
@@ -674,6 +677,7 @@ int main(int argc, char** argv) {
                 options.register_b.c_str(), options.tall.c_str(),
                 options.no_transposed_a ? ", dB's op(A)ᵀ not written by the forward" : "",
                 options.no_dependent_launch ? ", ordinary launches" : "",
+                options.no_zeros_reuse ? ", Upper outputs write their zeros always" : "",
                 options.schedule == GemmSchedule::Balanced ? "balanced"
                 : options.schedule == GemmSchedule::Raster ? "raster"
                                                            : "heaviest-first",

@@ -3386,7 +3386,8 @@ std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const Ge
       continue;
     }
     items.push_back(item);
-    items.back().mirror_zeros = item.tile_row < item.tile_col && item.chunk == 0;
+    // The mirror tile lies wholly below the diagonal: where C holds its zeros already, it stays as it is.
+    items.back().mirror_zeros = item.tile_row < item.tile_col && item.chunk == 0 && !p.c_zeros_stored;
   }
   return items;
 }
@@ -3548,7 +3549,10 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
         item.k_begin = static_cast<int32_t>(range.begin);
         item.k_end = static_cast<int32_t>(range.end);
       }
-      (range.end > range.begin ? tiles : zeros).push_back(item);
+      if (range.end > range.begin)
+        tiles.push_back(item);
+      else if (!(p.c_zeros_stored && p.mask == OutputMask::Upper && row0 >= col1))
+        zeros.push_back(item);  // C's zeros below the diagonal, where it holds them already, stay as they are
     }
   }
   TallPlan plan;
@@ -3859,7 +3863,7 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
                     int(dtype), device, int(schedule),
                     int(tf32) + int(wgmma) + 4 * int(dmma) + 8 * int(fp32_loop() == Fp32Loop::Dmma) +
-                        16 * int(wide_split())};
+                        16 * int(wide_split()) + 32 * int(p.c_zeros_stored && p.mask == OutputMask::Upper)};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.plans.find(key);

@@ -62,6 +62,12 @@ struct GemmProblem {
   const void* b_data = nullptr;
   void* c_data = nullptr;
   int64_t lda = 0, ldb = 0, ldc = 0;
+  /// Upper mask only: the caller vouches that C's storage already holds exact zeros everywhere below
+  /// the diagonal (a block that held an UpperTriangular tensor of this shape and row stride, untouched
+  /// since: core/storage.h, "zeros below the diagonal"), so a backend may leave those entries as they
+  /// are instead of writing them. Entries on and above the diagonal are written as always. The CUDA
+  /// TF32 path's tall and wide kernels then store no tiles of zeros; every other kernel ignores it.
+  bool c_zeros_stored = false;
   /// Optional second output, for the backward's dB = op(A)ᵀ·G (A not transposed, Dense or Upper): a
   /// backend that can also write op(A)ᵀ outer-major from the tiles of A it reads anyway calls
   /// at_buffer once, before it queues the product, for a packed buffer of k rows × m columns, and

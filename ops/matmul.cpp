@@ -28,6 +28,7 @@ using detail::OutputMask;
 namespace {
 
 std::atomic<Precision> current_precision{Precision::Float32};
+std::atomic<int64_t> zeros_reused_count{0};
 
 struct MatmulRule {
   Structure result;
@@ -94,10 +95,19 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t k = da.trans ? a.size(0) : a.size(1);
   const int64_t n = db.trans ? b.size(0) : b.size(1);
-  Tensor c = detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
+  // An UpperTriangular output on a CUDA device asks for a block that holds its zeros below the
+  // diagonal already (one an UpperTriangular tensor of its shape left, untouched since: ZerosBelow);
+  // the product then leaves them as they are (docs/structured_gemm.md, "Outputs whose zeros are
+  // already there"). Either way it holds them afterwards, which the storage records.
+  ZerosBelow zeros;
+  if (mask == OutputMask::Upper && a.device().is_cuda() && detail::output_zeros_reuse())
+    zeros = {m, n, n, static_cast<int32_t>(element_size(a.dtype()))};
+  Tensor c = detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask), zeros);
+  Storage& c_storage = *c.impl().storage;
   if (m == 0 || n == 0) return c;
   if (k == 0) {  // an empty sum: exact zeros, whatever the structures (no kernel sees k = 0)
     detail::backend_of(a).fill(c, 0.0);
+    if (zeros.known()) c_storage.mark_zeros_below(zeros);
     return c;
   }
   detail::GemmProblem p;
@@ -115,6 +125,7 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   p.lda = a.size(1);
   p.ldb = b.size(1);
   p.ldc = n;
+  p.c_zeros_stored = c_storage.holds_zeros_below(zeros);
   if (at != nullptr) {
     // Two captures, within std::function's own storage: the product is copied on its way to the
     // launcher, and a larger capture would be a heap block per forward. op(a) = a here.
@@ -125,6 +136,8 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
     };
   }
   detail::backend_of(a).gemm(p, a.dtype());
+  if (zeros.known()) c_storage.mark_zeros_below(zeros);
+  if (p.c_zeros_stored) zeros_reused_count.fetch_add(1, std::memory_order_relaxed);
   return c;
 }
 
@@ -191,6 +204,8 @@ void check_matrix(const char* op, const char* what, const Tensor& t) {
 void set_matmul_precision(Precision precision) { current_precision.store(precision); }
 
 Precision matmul_precision() { return current_precision.load(); }
+
+int64_t detail::outputs_with_zeros_reused() { return zeros_reused_count.load(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_same_device_dtype("matmul", a, b);

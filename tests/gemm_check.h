@@ -68,7 +68,11 @@ inline std::vector<double> random_values(int64_t count, std::mt19937_64& rng) {
 struct Checked {
   double rel_error = 0;
   std::string failure;  // empty when everything held
+  int64_t kept_below = 0;  // entries below the diagonal that kept kZerosSentinel (c_zeros_stored)
 };
+
+/// What run_and_compare writes below C's diagonal where the problem says C holds its zeros there.
+constexpr double kZerosSentinel = 7.0;
 
 /// Where operand `d` says its storage holds what its structure implies outside the part it
 /// defines, writes that into `values` (rows × ld, the first `cols` columns of each row are the
@@ -95,7 +99,10 @@ inline void fill_outside_structure(GemmOperand d, int64_t rows, int64_t cols, in
 /// mirror_stored) and C
 /// poisoned with NaN, and compares with the float64 reference. `pad`: extra (random) columns in
 /// A's and B's storage rows, so the leading dimensions exceed the operands' widths. `c_pad`: extra
-/// columns in C's rows, which must keep their poison.
+/// columns in C's rows, which must keep their poison. Where p.c_zeros_stored (an Upper mask whose C
+/// holds its zeros below the diagonal already), the test lies to tell the kernels apart: C holds
+/// kZerosSentinel there, which a product may leave as it is (Checked::kept_below counts them) or
+/// overwrite with zeros; everything else must be as without it.
 inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype, std::mt19937_64& rng,
                                int64_t pad = 0, int64_t c_pad = 0) {
   const int64_t a_rows = p.a.trans ? p.k : p.m, a_cols = p.a.trans ? p.m : p.k;
@@ -120,6 +127,13 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
   sg::Tensor a_dev = a.to(device).clone(), b_dev = b.to(device).clone();
   sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n + c_pad}, opts.device(device));
   c_dev.fill_(std::nan(""));
+  const bool sentinel = p.c_zeros_stored && p.mask == OutputMask::Upper;
+  if (sentinel) {
+    std::vector<double> poisoned(static_cast<size_t>(p.m * (p.n + c_pad)), std::nan(""));
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < std::min(i, p.n); ++j) poisoned[static_cast<size_t>(i * (p.n + c_pad) + j)] = kZerosSentinel;
+    c_dev = sg::from_vector(poisoned, {p.m, p.n + c_pad}, opts).to(device).clone();
+  }
   GemmProblem on_device = host;
   on_device.a_data = a_dev.data_ptr();
   on_device.b_data = b_dev.data_ptr();
@@ -142,6 +156,13 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
     }
   if (written > 0) out.failure += sg::detail::concat(" (", written, " such elements, the last in row ", last_row, ")");
 
+  // The sentinels a product left below the diagonal count, then stand for the zeros they stand in for.
+  for (int64_t i = 0; i < p.m && sentinel; ++i)
+    for (int64_t j = 0; j < std::min(i, p.n); ++j)
+      if (c[static_cast<size_t>(i * p.n + j)] == kZerosSentinel) {
+        ++out.kept_below;
+        c[static_cast<size_t>(i * p.n + j)] = 0.0;
+      }
   out.rel_error = sgtest::rel_error(c, reference);
   double sum_sq = 0;
   for (double r : reference) sum_sq += r * r;

@@ -1456,6 +1456,157 @@ TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
   cu::set_wide_tiles(cu::WideTiles::Auto);
 }
 
+/// Entries below the diagonal of an n × n C in the tiles of `rows` × `cols` that lie wholly below it.
+int64_t entries_in_tiles_below(int64_t n, int64_t rows, int64_t cols) {
+  int64_t count = 0;
+  for (int64_t row0 = 0; row0 < n; row0 += rows)
+    for (int64_t col0 = 0; col0 < n; col0 += cols)
+      if (row0 >= col0 + cols) count += (std::min(row0 + rows, n) - row0) * (std::min(col0 + cols, n) - col0);
+  return count;
+}
+
+TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem) {
+  // GemmProblem::c_zeros_stored: C holds exact zeros below the diagonal already (a recycled
+  // UpperTriangular output). The tall and wide kernels' plans then leave out the tiles wholly below
+  // the diagonal, and nothing is stored there: run_and_compare writes kZerosSentinel below the
+  // diagonal, which must stay in exactly those tiles (256 × 128 for the tall kernel, 128 × 256 for
+  // the wide one), while the tiles the diagonal crosses write their zeros and everything on and
+  // above the diagonal is the product's. Without the flag no sentinel is left. Upper·Upper (tall)
+  // and dA = triu(G·Bᵀ) with G unvouched (wide), forced on, at 1000 and 520 (edge tiles). Then the
+  // same products on neither kernel (each entry below the diagonal +0 or the sentinel: they may
+  // leave it or not, and must be right everywhere else).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
+  std::mt19937_64 rng(59);
+  for (bool forced : {true, false}) {
+    cu::set_tall_tiles(forced ? cu::TallTiles::Always : cu::TallTiles::Never);
+    cu::set_wide_tiles(forced ? cu::WideTiles::Always : cu::WideTiles::Never);
+    for (int64_t n : {1000, 520}) {
+      for (bool wide : {false, true}) {
+        for (bool zeros : {false, true}) {
+          GemmProblem p = wide ? vouched(square(n, upper, lower_t, OutputMask::Upper), false, true)
+                               : vouched(square(n, upper, upper, OutputMask::Upper));
+          p.c_zeros_stored = zeros;
+          const int64_t tall = cu::tall_launches(), wide_launches = cu::wide_structured_launches();
+          const Checked checked = run_and_compare(kCuda0, p, sg::kFloat32, rng);
+          const std::string what = describe(p, sg::kFloat32) + (zeros ? ", C's zeros stored" : "");
+          EXPECT_LE(checked.rel_error, tolerance(sg::kFloat32)) << what;
+          EXPECT_TRUE(checked.failure.empty()) << what << ": " << checked.failure;
+          if (!forced) continue;
+          EXPECT_EQ(cu::tall_launches() - tall, wide ? 0 : 1) << what;
+          EXPECT_EQ(cu::wide_structured_launches() - wide_launches, wide ? 1 : 0) << what;
+          const int64_t below = wide ? entries_in_tiles_below(n, 128, 256) : entries_in_tiles_below(n, 256, 128);
+          ASSERT_GT(below, 0) << what;
+          EXPECT_EQ(checked.kept_below, zeros ? below : 0) << what;
+        }
+      }
+    }
+  }
+  cu::set_tall_tiles(cu::TallTiles::Auto);
+  cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
+TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThose) {
+  // An UpperTriangular product on CUDA asks the allocator for a block that an UpperTriangular tensor
+  // of its shape left with its zeros below the diagonal, untouched since (ZerosBelow); its tall and
+  // wide kernels then store no tiles of zeros there. Each step below frees one output and computes
+  // the next into the same block (the only one of its size in the cache), against float64 on the
+  // CPU, below the diagonal exactly +0 (a block wrongly trusted keeps its NaN there):
+  //  1. a freed output: taken, its zeros reused;
+  //  2. viewed as Dense and overwritten with NaN through data_ptr(): not reused;
+  //  3. fill_(NaN) on the output itself (a write its version counts): not reused;
+  //  4. taken by a Dense tensor in between, which fills it with NaN: not reused;
+  //  5. an output of another shape in the same block (599 in 600's size class): not reused;
+  //  6. the reuse switched off (set_output_zeros_reuse): not reused.
+  // Then forward + backward twice: the second round's C, dA and dB reuse the first round's blocks, and
+  // each gradient is right. TF32, the tall and wide kernels forced on.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
+  cu::set_tall_tiles(cu::TallTiles::Always);
+  cu::set_wide_tiles(cu::WideTiles::Always);
+  const auto f32 = sg::TensorOptions().dtype(sg::kFloat32).device(kCuda0);
+  auto on_cpu = [](const sg::Tensor& t) { return t.to(sg::kCPU).to(sg::kFloat64); };
+  sg::manual_seed(61);
+  std::vector<sg::Tensor> u, v;
+  for (int i = 0; i < 4; ++i) u.push_back(sg::UpperTriangular::randn(600, f32));
+  for (int i = 0; i < 2; ++i) v.push_back(sg::UpperTriangular::randn(599, f32));
+  // What an output must hold: the float64 product, and +0 below the diagonal.
+  auto expect_right = [&](const sg::Tensor& c, const sg::Tensor& x, const sg::Tensor& y, const std::string& what) {
+    const std::vector<double> got = on_cpu(c).to_vector(), want = sg::matmul(on_cpu(x), on_cpu(y)).to_vector();
+    EXPECT_LE(sgtest::rel_error(got, want), 2e-3) << what;
+    const int64_t n = c.size(0);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < i; ++j) wrong += got[static_cast<size_t>(i * n + j)] != 0.0 || std::signbit(got[static_cast<size_t>(i * n + j)]);
+    EXPECT_EQ(wrong, 0) << what << ": entries below the diagonal that are not +0";
+  };
+  auto product = [](const sg::Tensor& x, const sg::Tensor& y) { return sg::matmul(x, y); };  // Upper·Upper: Upper
+  sg::cuda::synchronize(0);
+  sg::cuda::empty_cache();  // no other block of the outputs' size class in the cache
+  sg::Tensor c = product(u[0], u[1]);
+  void* const block = c.data_ptr();
+  const size_t bytes = c.nbytes();
+  // Frees c and computes x·y into its block: reused or not as `reused` says.
+  auto next = [&](const sg::Tensor& x, const sg::Tensor& y, bool reused, const std::string& what) {
+    c = sg::Tensor();
+    const int64_t before = sg::detail::outputs_with_zeros_reused();
+    c = product(x, y);
+    EXPECT_EQ(c.data_ptr(), block) << what << ": the output did not land in the block under test";
+    EXPECT_EQ(sg::detail::outputs_with_zeros_reused() - before, reused ? 1 : 0) << what;
+    expect_right(c, x, y, what);
+  };
+  next(u[2], u[3], true, "1. a freed output");
+  {
+    const sg::Tensor view = c.dense();
+    sg::cuda::synchronize(0);
+    ASSERT_EQ(cudaMemset(view.data_ptr(), 0xFF, bytes), cudaSuccess);  // NaN in every entry
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  next(u[0], u[1], false, "2. NaN written through a Dense view");
+  c.fill_(std::nan(""));
+  next(u[2], u[3], false, "3. fill_(NaN) on the output");
+  c = sg::Tensor();
+  {
+    sg::Tensor dense = sg::Tensor::empty({600, 600}, f32);
+    EXPECT_EQ(dense.data_ptr(), block) << "4. the Dense tensor did not take the block under test";
+    dense.fill_(std::nan(""));
+  }
+  c = product(u[0], u[1]);  // holds its zeros again
+  ASSERT_EQ(c.data_ptr(), block);
+  next(v[0], v[1], false, "5. an output of 599 in a block of 600's");
+  sg::detail::set_output_zeros_reuse(false);
+  next(v[1], v[0], false, "6. the reuse off");
+  sg::detail::set_output_zeros_reuse(true);
+  c = sg::Tensor();
+
+  // Forward + backward, twice.
+  sg::Tensor a = u[0].detach().requires_grad_(), b = u[1].detach().requires_grad_();
+  const sg::Tensor a64 = on_cpu(u[0]), b64 = on_cpu(u[1]);
+  for (int round = 0; round < 2; ++round) {
+    const sg::Tensor g = sg::randn({600, 600}, f32);
+    const int64_t before = sg::detail::outputs_with_zeros_reused();
+    sg::matmul(a, b).backward(g);
+    if (round == 1) EXPECT_EQ(sg::detail::outputs_with_zeros_reused() - before, 3) << "C, dA and dB of the second round";
+    sg::Tensor x = a64.detach().requires_grad_(), y = b64.detach().requires_grad_();
+    sg::matmul(x, y).backward(on_cpu(g));
+    for (const auto& [ours, want, name] : {std::tuple{a.grad(), x.grad(), "dA"}, std::tuple{b.grad(), y.grad(), "dB"}}) {
+      const std::vector<double> got = on_cpu(ours).to_vector();
+      EXPECT_LE(sgtest::rel_error(got, want.to_vector()), 2e-3) << name << ", round " << round;
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < 600; ++i)
+        for (int64_t j = 0; j < i; ++j) wrong += got[static_cast<size_t>(i * 600 + j)] != 0.0;
+      EXPECT_EQ(wrong, 0) << name << ", round " << round << ": entries below the diagonal that are not 0";
+    }
+    a.zero_grad();
+    b.zero_grad();
+  }
+  cu::set_tall_tiles(cu::TallTiles::Auto);
+  cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
 TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms) {
   // On Auto the wide kernel's structured schedule takes dA = triu(G·Bᵀ) of Upper·Upper (G
   // unvouched) at 4096 (272 tiles of 128 × 256 with a k-range), not at 2048 (72); with one Dense
@@ -2014,6 +2165,50 @@ TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
             EXPECT_LT(plan.makespan, longest + costs.item) << what;  // the longest tile no longer alone sets it
           }
         }
+      }
+    }
+  }
+}
+
+TEST(CudaGemmPlanner, TallPlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZeros) {
+  // GemmProblem::c_zeros_stored: the tall and wide plans (256 × 128 and 128 × 256 tiles) of Upper·Upper
+  // and of dA's shape under the Upper mask have the same items with a k-range as without it, the
+  // same makespan, and no tile of zeros wholly below the diagonal; the tiles of zeros the diagonal
+  // does not keep clear of (none here) would stay. Items above the diagonal with no k-range (Upper A
+  // times a Dense B with k cut short: rows past k) stay too.
+  const int sms = 132;
+  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
+  for (int64_t n : {1000, 4096}) {
+    for (const auto& [rows, cols] : {std::pair{256, 128}, std::pair{128, 256}}) {
+      GemmProblem short_k = square(n, upper, dense, OutputMask::Upper);
+      short_k.k = n / 2;
+      for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, upper, lower_t, OutputMask::Upper), short_k}) {
+        const std::string what = describe(p, sg::kFloat32) + " in tiles of " + std::to_string(rows) + " x " + std::to_string(cols);
+        const cu::TallPlan plain = cu::tall_tile_plan(p, sms, rows, cols);
+        p.c_zeros_stored = true;
+        const cu::TallPlan plan = cu::tall_tile_plan(p, sms, rows, cols);
+        EXPECT_EQ(plan.compute_tiles, plain.compute_tiles) << what;
+        EXPECT_EQ(plan.makespan, plain.makespan) << what;
+        auto split = [&](const cu::TallPlan& q, std::multiset<std::tuple<int, int, int, int>>& computed,
+                         std::set<std::pair<int, int>>& zeros) {
+          for (const GemmWorkItem& t : q.items) {
+            if (t.k_end > t.k_begin) computed.insert({t.tile_row, t.tile_col, t.k_begin, t.k_end});
+            else zeros.insert({t.tile_row, t.tile_col});
+          }
+        };
+        std::multiset<std::tuple<int, int, int, int>> computed, plain_computed;
+        std::set<std::pair<int, int>> zeros, plain_zeros;
+        split(plan, computed, zeros);
+        split(plain, plain_computed, plain_zeros);
+        EXPECT_EQ(computed, plain_computed) << what;
+        int64_t below = 0;
+        for (const auto& [i, j] : plain_zeros) {
+          const bool wholly_below = int64_t(i) * rows >= std::min<int64_t>(int64_t(j + 1) * cols, p.n);
+          below += wholly_below;
+          EXPECT_EQ(zeros.count({i, j}), wholly_below ? 0u : 1u) << what << ": tile (" << i << ", " << j << ")";
+        }
+        EXPECT_EQ(zeros.size() + below, plain_zeros.size()) << what;
+        EXPECT_GT(below, 0) << what;
       }
     }
   }
