@@ -3855,20 +3855,9 @@ PlanCache& plan_cache() {
   return *cache;
 }
 
-const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
-  const GemmSchedule schedule = gemm_schedule();
-  const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
-  const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
-  const bool dmma = dtype == DType::Float32 && !tf32 && dmma_usable(device);
-  const PlanKey key{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
-                    int(dtype), device, int(schedule),
-                    int(tf32) + int(wgmma) + 4 * int(dmma) + 8 * int(fp32_loop() == Fp32Loop::Dmma) +
-                        16 * int(wide_split()) + 32 * int(p.c_zeros_stored && p.mask == OutputMask::Upper)};
-  PlanCache& cache = plan_cache();
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  auto found = cache.plans.find(key);
-  if (found != cache.plans.end()) return *found->second;
-
+/// A new cache entry for `p`: its plans, uploaded into one device table.
+std::unique_ptr<CachedPlan> build_cached_plan(const GemmProblem& p, DType dtype, int device, GemmSchedule schedule,
+                                              bool tf32, bool wgmma, bool dmma) {
   const int sms = sm_count(device);
   auto plan_for = [&](GemmTileConfig config) {
     const int per_sm = blocks_per_sm(config);
@@ -3951,7 +3940,37 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   base = static_cast<char*>(entry->device_table->data);
   used = 0;
   lay_out();
-  return *cache.plans.emplace(key, std::move(entry)).first->second;
+  return entry;
+}
+
+const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
+  const GemmSchedule schedule = gemm_schedule();
+  const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
+  const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
+  const bool dmma = dtype == DType::Float32 && !tf32 && dmma_usable(device);
+  // Whether C holds its zeros changes the wgmma plans of an Upper mask only (their tiles of zeros).
+  const bool zeros_matter = wgmma && p.mask == OutputMask::Upper;
+  auto key_of = [&](bool zeros_stored) {
+    return PlanKey{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
+                   int(dtype), device, int(schedule),
+                   int(tf32) + int(wgmma) + 4 * int(dmma) + 8 * int(fp32_loop() == Fp32Loop::Dmma) +
+                       16 * int(wide_split()) + 32 * int(zeros_matter && zeros_stored)};
+  };
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto found = cache.plans.find(key_of(p.c_zeros_stored));
+  if (found != cache.plans.end()) return *found->second;
+  if (zeros_matter) {
+    // Both entries at once: a training loop's first step writes its outputs' zeros, its later steps
+    // find them in the blocks they get (GemmProblem::c_zeros_stored); neither then allocates.
+    GemmProblem other = p;
+    other.c_zeros_stored = !p.c_zeros_stored;
+    if (cache.plans.find(key_of(other.c_zeros_stored)) == cache.plans.end())
+      cache.plans.emplace(key_of(other.c_zeros_stored),
+                          build_cached_plan(other, dtype, device, schedule, tf32, wgmma, dmma));
+  }
+  return *cache.plans.emplace(key_of(p.c_zeros_stored), build_cached_plan(p, dtype, device, schedule, tf32, wgmma, dmma))
+              .first->second;
 }
 
 template <typename T>
