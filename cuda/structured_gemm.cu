@@ -2996,6 +2996,8 @@ std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step
       if (p.mask == OutputMask::Symmetric && ti > tj) continue;  // written as the mirror of (tj, ti)
       TileWork w{static_cast<int>(ti), static_cast<int>(tj), 0, 0, 0};
       const bool below_diagonal = p.mask == OutputMask::Upper && row0 >= col1;  // only zeros
+      // Where C holds those zeros already (GemmProblem::c_zeros_stored), no block stores them.
+      if (below_diagonal && p.c_zeros_stored) continue;
       if (!below_diagonal) {
         const KRange range = structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, p.k);
         if (range.end > range.begin) {
@@ -3948,8 +3950,8 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device) {
   const bool tf32 = dtype == DType::Float32 && p.tf32 && tensor_cores_usable(device);
   const bool wgmma = tf32 && tf32_loop() != Tf32Loop::MmaSync && wgmma_usable(device);
   const bool dmma = dtype == DType::Float32 && !tf32 && dmma_usable(device);
-  // Whether C holds its zeros changes the wgmma plans of an Upper mask only (their tiles of zeros).
-  const bool zeros_matter = wgmma && p.mask == OutputMask::Upper;
+  // Whether C holds its zeros changes the plans of an Upper mask only (their tiles of zeros).
+  const bool zeros_matter = p.mask == OutputMask::Upper;
   auto key_of = [&](bool zeros_stored) {
     return PlanKey{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
                    int(dtype), device, int(schedule),

@@ -66,7 +66,9 @@ struct GemmProblem {
   /// the diagonal (a block that held an UpperTriangular tensor of this shape and row stride, untouched
   /// since: core/storage.h, "zeros below the diagonal"), so a backend may leave those entries as they
   /// are instead of writing them. Entries on and above the diagonal are written as always. The CUDA
-  /// TF32 path's tall and wide kernels then store no tiles of zeros; every other kernel ignores it.
+  /// backend's plans then leave out the tiles wholly below the diagonal, so no block stores them (the
+  /// register-B kernel's mirror tiles drop their zeros too); only the wide kernel's dense plan, which
+  /// runs under an Upper mask only when forced, and the CPU backend write them all the same.
   bool c_zeros_stored = false;
   /// Optional second output, for the backward's dB = op(A)ᵀ·G (A not transposed, Dense or Upper): a
   /// backend that can also write op(A)ᵀ outer-major from the tiles of A it reads anyway calls

@@ -1473,8 +1473,8 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
   // the wide one), while the tiles the diagonal crosses write their zeros and everything on and
   // above the diagonal is the product's. Without the flag no sentinel is left. Upper·Upper (tall)
   // and dA = triu(G·Bᵀ) with G unvouched (wide), forced on, at 1000 and 520 (edge tiles). Then the
-  // same products on neither kernel (each entry below the diagonal +0 or the sentinel: they may
-  // leave it or not, and must be right everywhere else).
+  // same products on neither kernel, right everywhere (+0 or the sentinel below the diagonal; the
+  // next test holds those kernels to exactly their plans' tiles).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
@@ -1506,6 +1506,66 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
   }
   cu::set_tall_tiles(cu::TallTiles::Auto);
   cu::set_wide_tiles(cu::WideTiles::Auto);
+}
+
+TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
+  // GemmProblem::c_zeros_stored on the kernels that run from plan_structured_gemm's plans: exact
+  // float32 on FFMA and on the FP64 tensor cores, float64, and TF32's register-B, pipelined and
+  // mma.sync kernels. Their plans leave out the tiles wholly below the diagonal where C holds its
+  // zeros, as the tall and wide kernels' do: run_and_compare's sentinel below the diagonal must stay
+  // in exactly the plan's tiles (its tile size) that lie wholly below it, and nowhere without the
+  // flag; everything else against float64. Upper·Upper at 1000 and 520 (edge tiles), each loop the
+  // device runs (the plan says which config ran: the FP64 loop falls back to FFMA where it cannot).
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const Variant upper{OperandKind::Upper, false};
+  struct Loop {
+    const char* name;
+    sg::DType dtype;
+    bool tf32;
+    cu::Fp32Loop fp32;
+    cu::Tf32Loop tf32_loop;
+    cu::RegisterB register_b;
+  };
+  const std::vector<Loop> loops = {
+      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::RegisterB::Auto},
+      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, cu::Tf32Loop::Auto, cu::RegisterB::Auto},
+      {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, cu::Tf32Loop::Auto,
+       cu::RegisterB::Auto},
+      {"TF32, register-B", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::RegisterB::Always},
+      {"TF32, pipelined", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::RegisterB::Never},
+      {"TF32, mma.sync", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::MmaSync, cu::RegisterB::Auto},
+  };
+  std::mt19937_64 rng(67);
+  for (const Loop& loop : loops) {
+    const ScopedTf32 restore_defaults_at_end(loop.tf32_loop, cu::OperandRelayout::Never);
+    g_tf32 = loop.tf32;
+    sg::set_matmul_precision(loop.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
+    cu::set_fp32_loop(loop.fp32);
+    cu::set_register_b(loop.register_b);
+    cu::set_tall_tiles(cu::TallTiles::Never);
+    cu::set_wide_tiles(cu::WideTiles::Never);
+    for (int64_t n : {1000, 520}) {
+      for (bool zeros : {false, true}) {
+        GemmProblem p = vouched(square(n, upper, upper, OutputMask::Upper));
+        p.c_zeros_stored = zeros;
+        GemmProblem planned = p;  // (run_and_compare sets the leading dimensions itself)
+        planned.lda = planned.ldb = planned.ldc = n;
+        const sg::detail::cuda::GemmWorkPlan& plan = cu::structured_gemm_plan(planned, loop.dtype, 0);
+        const std::string what = std::string(loop.name) + " (" + cu::tile_config_name(plan.config) + "), " +
+                                 describe(p, loop.dtype) + (zeros ? ", C's zeros stored" : "");
+        const int64_t tall = cu::tall_launches(), wide = cu::wide_launches();
+        const Checked checked = run_and_compare(kCuda0, p, loop.dtype, rng);
+        EXPECT_LE(checked.rel_error, tolerance(loop.dtype)) << what;
+        EXPECT_TRUE(checked.failure.empty()) << what << ": " << checked.failure;
+        EXPECT_EQ(cu::tall_launches() - tall, 0) << what;
+        EXPECT_EQ(cu::wide_launches() - wide, 0) << what;
+        const int64_t below = entries_in_tiles_below(n, plan.tile, plan.tile);
+        ASSERT_GT(below, 0) << what;
+        EXPECT_EQ(checked.kept_below, zeros ? below : 0) << what;
+      }
+    }
+    cu::set_wide_tiles(cu::WideTiles::Auto);
+  }
 }
 
 TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThose) {
@@ -1694,6 +1754,12 @@ double planned_macs(const GemmWorkPlan& plan) {
 }
 
 TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
+  // Every tile once, its k-range in contiguous chunks; under an Upper mask whose C holds its zeros
+  // already (c_zeros_stored) the tiles wholly below the diagonal have no item, and the rest as ever.
+  auto zeros_stored = [](GemmProblem p) {
+    p.c_zeros_stored = true;
+    return p;
+  };
   for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
                                 GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
                                 GemmTileConfig::Float32Dmma}) {
@@ -1701,7 +1767,9 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
     for (const GemmProblem& p :
          {square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper),
           square(n, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full),
-          square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper)}) {
+          square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper),
+          zeros_stored(square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper)),
+          zeros_stored(square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper))}) {
       const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
       const int64_t tiles = (n + plan.tile - 1) / plan.tile;
       // Per tile: its chunks, in k order, must tile [k_begin, k_end) of structured_k_range.
@@ -1713,9 +1781,13 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
         for (int64_t tj = 0; tj < tiles; ++tj) {
           auto& chunks = by_tile[ti * tiles + tj];
           std::sort(chunks.begin(), chunks.end(), [](auto* x, auto* y) { return x->chunk < y->chunk; });
-          ASSERT_FALSE(chunks.empty()) << "tile (" << ti << ", " << tj << ") has no item (it must write its zeros)";
           const int64_t row0 = ti * plan.tile, col0 = tj * plan.tile;
           const int64_t row1 = std::min(row0 + plan.tile, n), col1 = std::min(col0 + plan.tile, n);
+          if (p.c_zeros_stored && row0 >= col1) {
+            EXPECT_TRUE(chunks.empty()) << "tile (" << ti << ", " << tj << ") lies below the diagonal, where C holds its zeros";
+            continue;
+          }
+          ASSERT_FALSE(chunks.empty()) << "tile (" << ti << ", " << tj << ") has no item (it must write its zeros)";
           auto range = sg::detail::structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, n);
           if (p.mask == OutputMask::Upper && row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
           int64_t k = range.end > range.begin ? range.begin : 0;
