@@ -1829,6 +1829,44 @@ TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
   }
 }
 
+TEST(CudaGemmPlanner, PlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZerosAndKeepTheDeal) {
+  // c_zeros_stored under an Upper mask: the plan is the one made without it, in the same order and
+  // with the same splits, counters and partial slots, less the items of the tiles wholly below the
+  // diagonal (of which there are some wherever the grid has more than one tile row).
+  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
+                                GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
+                                GemmTileConfig::Float32Dmma}) {
+    for (int64_t n : {129, 1000, 2048, 4096}) {
+      for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, dense_t, OutputMask::Upper)}) {
+        const std::string what = std::string(sg::detail::cuda::tile_config_name(config)) + ", " + describe(p, sg::kFloat32);
+        const GemmWorkPlan plain = plan_structured_gemm(p, config, 132 * 2, 2);
+        p.c_zeros_stored = true;
+        const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
+        auto key = [](const sg::detail::cuda::GemmWorkItem& t) {
+          return std::tuple{t.tile_row, t.tile_col, t.k_begin, t.k_end, t.chunk, t.chunk_count, t.counter_index,
+                            t.partial_index};
+        };
+        std::vector<decltype(key(plain.items[0]))> kept, got;
+        int64_t left_out = 0;
+        for (const auto& t : plain.items) {
+          if (int64_t(t.tile_row) * plain.tile >= std::min<int64_t>(int64_t(t.tile_col + 1) * plain.tile, n)) {
+            EXPECT_GE(t.k_begin, t.k_end) << what;
+            ++left_out;
+          } else {
+            kept.push_back(key(t));
+          }
+        }
+        for (const auto& t : plan.items) got.push_back(key(t));
+        EXPECT_EQ(got, kept) << what;
+        EXPECT_GT(left_out, 0) << what;
+        EXPECT_EQ(plan.split_tiles, plain.split_tiles) << what;
+        EXPECT_EQ(plan.partial_tiles, plain.partial_tiles) << what;
+      }
+    }
+  }
+}
+
 TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInGroupsOfSixteenRows) {
   // The wide kernel's items: 128 × 256 tiles, each over [0, k), in groups of 16 tile rows taken
   // column by column (within a group, down each column, then the next column) — except that a
