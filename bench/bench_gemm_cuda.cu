@@ -23,6 +23,7 @@
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
+#include "ops/output_pool.h"
 
 namespace {
 
@@ -422,10 +423,11 @@ void Bench::run_size(int64_t n) {
   add(n, "upper·upper fwd", "cuBLAS SGEMM", sgemm, n3 / 3);
   for (auto [schedule, name] : {std::pair{GemmSchedule::HeaviestFirst, "structgrad, heaviest-first, no split"},
                                 std::pair{GemmSchedule::Raster, "structgrad, raster order, no split"}}) {
-    sg::detail::cuda::set_gemm_schedule(schedule);
-    forward("upper·upper fwd", n3 / 3, [&](int r) { return sg::matmul(upper_a[r % sets], upper_b[r % sets]); },
-            upper_upper, name);
-    sg::detail::cuda::set_gemm_schedule(options_.schedule);
+    {
+      sg::detail::cuda::GemmOptionsGuard guard([&](sg::detail::cuda::GemmOptions& o) { o.schedule = schedule; });
+      forward("upper·upper fwd", n3 / 3, [&](int r) { return sg::matmul(upper_a[r % sets], upper_b[r % sets]); },
+              upper_upper, name);
+    }
   }
   // Every other structure pair, forward; the useful multiply-adds of op(A)·op(B) are n³ times
   // the fraction each structure keeps (Upper ½, Dense and Symmetric 1; Upper·Upper ⅙).
@@ -638,31 +640,27 @@ int main(int argc, char** argv) {
   }
   try {
     if (options.tf32) sg::set_matmul_precision(sg::Precision::TF32);
-    if (options.fma) sg::detail::cuda::set_fp32_loop(sg::detail::cuda::Fp32Loop::Fma);
-    if (options.mma_sync) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
-    if (options.no_tma) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
-    if (options.tma_outer_major) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
-    if (options.barrier_per_step) sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep);
-    if (options.relayout != "auto")
-      sg::detail::cuda::set_operand_relayout(options.relayout == "never" ? sg::detail::cuda::OperandRelayout::Never
-                                                                         : sg::detail::cuda::OperandRelayout::Always);
-    sg::detail::cuda::set_gemm_schedule(options.schedule);
-    if (options.wide != "auto")
-      sg::detail::cuda::set_wide_tiles(options.wide == "never" ? sg::detail::cuda::WideTiles::Never
-                                                               : sg::detail::cuda::WideTiles::Always);
-    if (options.wide_scalar_stores) sg::detail::cuda::set_wide_tma_store(false);
-    if (options.no_transposed_a) sg::detail::cuda::set_transposed_a_output(false);
-    if (options.no_dependent_launch) sg::detail::cuda::set_dependent_launch(false);
-    if (options.no_zeros_reuse) sg::detail::set_output_zeros_reuse(false);
-    if (options.wide_split != "auto")
-      sg::detail::cuda::set_wide_split(options.wide_split == "never" ? sg::detail::cuda::WideSplit::Never
-                                                                     : sg::detail::cuda::WideSplit::Always);
-    if (options.register_b != "auto")
-      sg::detail::cuda::set_register_b(options.register_b == "never" ? sg::detail::cuda::RegisterB::Never
-                                                                     : sg::detail::cuda::RegisterB::Always);
-    if (options.tall != "auto")
-      sg::detail::cuda::set_tall_tiles(options.tall == "never" ? sg::detail::cuda::TallTiles::Never
-                                                               : sg::detail::cuda::TallTiles::Always);
+    namespace cu = sg::detail::cuda;
+    auto choice = [](const std::string& mode) {
+      return mode == "never" ? cu::Choice::Never : mode == "always" ? cu::Choice::Always : cu::Choice::Auto;
+    };
+    cu::GemmOptions gemm;
+    if (options.fma) gemm.fp32_loop = cu::Fp32Loop::Fma;
+    if (options.mma_sync) gemm.tf32_loop = cu::Tf32Loop::MmaSync;
+    if (options.no_tma) gemm.tf32_loop = cu::Tf32Loop::WgmmaStaged;
+    if (options.tma_outer_major) gemm.tf32_loop = cu::Tf32Loop::WgmmaTmaOuterMajor;
+    if (options.barrier_per_step) gemm.tf32_loop = cu::Tf32Loop::WgmmaBarrierPerStep;
+    gemm.relayout = choice(options.relayout);
+    gemm.schedule = options.schedule;
+    gemm.wide_tiles = choice(options.wide);
+    gemm.wide_tma_store = !options.wide_scalar_stores;
+    gemm.transposed_a_output = !options.no_transposed_a;
+    gemm.dependent_launch = !options.no_dependent_launch;
+    gemm.wide_split = choice(options.wide_split);
+    gemm.register_b = choice(options.register_b);
+    gemm.tall_tiles = choice(options.tall);
+    cu::set_gemm_options(gemm);
+    if (options.no_zeros_reuse) sg::detail::set_upper_output_reuse(false);
     std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, split %s, register B %s, tall tiles %s%s%s%s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),
                 !options.tf32 && options.fma ? "exact (FFMA loop forced)"

@@ -2,6 +2,7 @@
 #include "core/storage.h"
 
 #include <cstdlib>
+#include <utility>
 
 #include "core/error.h"
 
@@ -21,17 +22,7 @@ AllocatorStats host_memory_stats() {
   return s;
 }
 
-namespace detail {
-namespace {
-std::atomic<bool> zeros_reuse_on{true};
-}  // namespace
-void set_output_zeros_reuse(bool on) { zeros_reuse_on.store(on); }
-bool output_zeros_reuse() { return zeros_reuse_on.load(); }
-}  // namespace detail
-
-Storage::Storage(size_t bytes, Device dev) : Storage(bytes, dev, ZerosBelow{}) {}
-
-Storage::Storage(size_t bytes, Device dev, const ZerosBelow& wanted) : nbytes(bytes), device(dev) {
+Storage::Storage(size_t bytes, Device dev) : nbytes(bytes), device(dev) {
   // An empty CUDA storage still asks the allocator, which checks that the device exists.
   if (bytes == 0 && dev.is_cpu()) return;
   if (dev.is_cpu()) {
@@ -44,20 +35,29 @@ Storage::Storage(size_t bytes, Device dev, const ZerosBelow& wanted) : nbytes(by
     while (now > peak && !host_peak.compare_exchange_weak(peak, now)) {
     }
   } else {
-    bool held = false;
-    data = detail::device_allocate(dev, bytes, wanted, &held);
-    if (held) zeros_below_ = wanted;  // as of version 0 (zeros_version_)
+    data = detail::device_allocate(dev, bytes);
   }
 }
 
+Storage::Storage(void* memory, size_t bytes, Device dev, std::function<void(Storage&)> release)
+    : data(memory), nbytes(bytes), device(dev), release_(std::move(release)) {}
+
 Storage::~Storage() {
+  if (release_) {
+    try {
+      release_(*this);
+    } catch (...) {
+      // A destructor must not throw; the memory's owner loses it at worst.
+    }
+    return;
+  }
   if (!data) return;
   if (device.is_cpu()) {
     std::free(data);
     host_bytes_in_use -= nbytes;
   } else {
     try {
-      detail::device_free(device, data, nbytes, holds_zeros_below(zeros_below_) ? zeros_below_ : ZerosBelow{});
+      detail::device_free(device, data, nbytes);
     } catch (...) {
       // A destructor must not throw; the block is lost to the cache at worst.
     }

@@ -5,54 +5,23 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "types.h"
 
 namespace sg {
-
-/// Zeros below the diagonal: the memory at an allocation's first byte holds a rows × cols matrix
-/// of `element`-byte entries in rows of `ld` entries whose every entry below the diagonal (column
-/// < row) is exactly zero (all bytes 0), as an UpperTriangular tensor's storage does (DESIGN §1).
-/// element == 0: nothing known. A CUDA block keeps it from the storage that freed it to the one
-/// that asks for it next (Storage's second constructor), so that an UpperTriangular product
-/// whose output lands in such a block need not write those zeros again (GemmProblem::c_zeros_stored;
-/// docs/structured_gemm.md, "Outputs whose zeros are already there").
-struct ZerosBelow {
-  int64_t rows = 0, cols = 0, ld = 0;
-  int32_t element = 0;
-  bool known() const { return element != 0; }
-  bool operator==(const ZerosBelow& o) const {
-    return rows == o.rows && cols == o.cols && ld == o.ld && element == o.element;
-  }
-};
 
 /// One contiguous allocation on one device, shared by the tensors that view it (internal to
 /// Tensor; users see it only through data_ptr()). Example: `t.impl().storage->nbytes`.
 struct Storage {
   /// Allocates `nbytes` on `device` (aligned host memory, or the CUDA caching allocator).
   Storage(size_t nbytes, Device device);
-  /// As above; on a CUDA device, the allocator hands over a cached block that holds `wanted`
-  /// (freed by a storage that held it) where it has one; zeros_below() then says so.
-  Storage(size_t nbytes, Device device, const ZerosBelow& wanted);
+  /// Memory allocated elsewhere: the storage uses it as it is and, when the last tensor lets it go,
+  /// hands it to `release` instead of freeing it (memory owned by a pool or by another library).
+  Storage(void* data, size_t nbytes, Device device, std::function<void(Storage&)> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-
-  /// True when the memory holds `z` now: it held it when it was marked (or handed over) and no
-  /// write counted by `version` came since, nor a view of it as anything but what it was.
-  bool holds_zeros_below(const ZerosBelow& z) const {
-    return z.known() && zeros_below_ == z && !zeros_forgotten_.load() && version.load() == zeros_version_;
-  }
-  /// Records that the memory holds `z` as of now (after an UpperTriangular product has written it).
-  /// Call before the storage is shared: only the code that made it may mark it.
-  void mark_zeros_below(const ZerosBelow& z) {
-    zeros_below_ = z;
-    zeros_version_ = version.load();
-    zeros_forgotten_.store(false);
-  }
-  /// Forgets what mark_zeros_below recorded, for good (a view of it as another structure or shape,
-  /// whose writes the invariant of an UpperTriangular tensor no longer covers).
-  void forget_zeros_below() { zeros_forgotten_.store(true); }
 
   void* data = nullptr;  ///< first byte (host or device memory)
   size_t nbytes = 0;     ///< size of the allocation
@@ -60,11 +29,14 @@ struct Storage {
   /// Bumped by every in-place write (optimizer steps, copy_, fill_): autograd uses it to
   /// detect a saved tensor that was modified before backward.
   std::atomic<uint64_t> version{0};
+  /// Bumped by every view of this memory as another shape or structure than the tensor it was made
+  /// for (a Dense view of an UpperTriangular tensor, say), which may write what that tensor's
+  /// invariant excludes without a version bump. With `version`, it tells the owner of memory handed
+  /// in by the second constructor whether the memory is as the first tensor left it.
+  std::atomic<uint64_t> reinterpretations{0};
 
  private:
-  ZerosBelow zeros_below_;
-  uint64_t zeros_version_ = 0;
-  std::atomic<bool> zeros_forgotten_{false};
+  std::function<void(Storage&)> release_;
 };
 
 /// Counters of a device's caching allocator (`sg::cuda::allocator_stats()`).
@@ -83,16 +55,10 @@ struct AllocatorStats {
 AllocatorStats host_memory_stats();
 
 namespace detail {
-/// Raw allocation entry points used by Storage; CUDA ones live in cuda/allocator.cpp.
-/// `wanted` known: a cached block that holds it is handed over first, and *held says whether the
-/// block holds it (else *held is false). `held` may be null where nothing is wanted.
-void* device_allocate(Device device, size_t nbytes, const ZerosBelow& wanted = {}, bool* held = nullptr);
-/// Gives a block back to the cache; `holds` is what it holds (ZerosBelow{}: nothing known).
-void device_free(Device device, void* ptr, size_t nbytes, const ZerosBelow& holds = {});
-/// Whether UpperTriangular products on CUDA ask for blocks that hold their zeros (default on; off:
-/// every such product writes its zeros, the benchmark's `--no-zeros-reuse`). Thread-safe.
-void set_output_zeros_reuse(bool on);
-bool output_zeros_reuse();
+/// The device allocator Storage uses (cuda/allocator.cpp; a clear error in a build without CUDA).
+void* device_allocate(Device device, size_t nbytes);
+/// Gives a block of device_allocate back to the cache.
+void device_free(Device device, void* ptr, size_t nbytes);
 }  // namespace detail
 
 }  // namespace sg

@@ -22,11 +22,18 @@ void check_shape(const char* op, const Shape& shape, DType dtype) {
     SG_CHECK(!__builtin_mul_overflow(bytes, d, &bytes), op, ": shape ", shape, " has too many elements");
 }
 
-Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure, const ZerosBelow& wanted) {
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure) {
   check_shape("tensor", shape, dtype);
+  return make_tensor(std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(dtype), device),
+                     shape, dtype, structure);
+}
+
+Tensor make_tensor(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, Structure structure) {
+  check_shape("tensor", shape, dtype);
+  SG_CHECK(static_cast<size_t>(shape_numel(shape)) * element_size(dtype) <= storage->nbytes, "tensor: shape ", shape,
+           " of ", dtype, " does not fit a storage of ", storage->nbytes, " bytes");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage =
-      std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * element_size(dtype), device, wanted);
+  impl->storage = std::move(storage);
   impl->shape = shape;
   impl->dtype = dtype;
   impl->structure = structure;
@@ -36,9 +43,7 @@ Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure str
 Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = t.impl().storage;
-  // A view as another structure or shape may write below the diagonal (a Dense one through
-  // data_ptr(), unseen by the version): the storage's zeros are no longer vouched for.
-  if (structure != t.structure() || shape != t.shape()) impl->storage->forget_zeros_below();
+  if (structure != t.structure() || shape != t.shape()) impl->storage->reinterpretations++;
   impl->shape = shape;
   impl->dtype = t.dtype();
   impl->structure = structure;

@@ -171,10 +171,10 @@ class Tensor {
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 namespace detail {
-/// A new tensor impl with fresh storage, no autograd state. `wanted`: on a CUDA device, the storage
-/// gets a cached block that holds those zeros where the allocator has one (Storage's constructor).
-Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure = Structure::Dense,
-                   const ZerosBelow& wanted = {});
+/// A new tensor impl with fresh storage, no autograd state.
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, Structure structure = Structure::Dense);
+/// A new tensor impl over `storage` (its first bytes), no autograd state.
+Tensor make_tensor(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, Structure structure);
 /// A new tensor viewing `t`'s storage with another shape and/or structure tag.
 Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure);
 /// Checks that all tensors are defined, on one device and of one dtype; `op` names the caller.

@@ -8,12 +8,6 @@
 // owner queues runs on the same stream, after that work. This is why free() neither waits nor
 // records events. It relies on no other stream touching library memory; the only places that
 // give memory back to the driver (release of the cache) synchronise the stream first.
-//
-// Zeros below the diagonal. A block keeps what the storage that freed it says its memory holds
-// (ZerosBelow: an UpperTriangular tensor's zeros, untouched since they were written) until the next
-// request takes it. A request that wants those zeros gets such a block first; one that wants nothing
-// gets a block that holds nothing known first. By stream order, the zeros are there for whatever
-// the new owner queues.
 #include "cuda/allocator.h"
 
 #include <cuda_runtime.h>
@@ -50,30 +44,11 @@ size_t round_block_size(size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
-/// A cached block and what its memory holds (ZerosBelow: what the storage that freed it held).
-struct FreeBlock {
-  void* ptr;
-  ZerosBelow holds;
-};
-
 struct DeviceCache {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<FreeBlock>> free_blocks;  // rounded size -> blocks
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // rounded size -> blocks
   AllocatorStats stats;
 };
-
-/// Which block of `blocks` (not empty) a request takes: the last that holds `wanted` where it is
-/// known and one does; else the last that holds nothing known, so that the blocks which hold
-/// zeros stay for the requests that want them; else the last.
-size_t block_to_take(const std::vector<FreeBlock>& blocks, const ZerosBelow& wanted) {
-  if (wanted.known()) {
-    for (size_t i = blocks.size(); i-- > 0;)
-      if (blocks[i].holds == wanted) return i;
-  }
-  for (size_t i = blocks.size(); i-- > 0;)
-    if (!blocks[i].holds.known()) return i;
-  return blocks.size() - 1;
-}
 
 /// Leaked on purpose: blocks freed during static destruction (tensors held by globals)
 /// must still find their cache, and nothing may call cudaFree after the runtime is gone.
@@ -90,7 +65,7 @@ void release_cached_blocks_locked(int device, DeviceCache& cache) {
   DeviceGuard guard(device);
   for (auto& [size, blocks] : cache.free_blocks) {
     while (!blocks.empty()) {
-      SG_CUDA_CHECK(cudaFree(blocks.back().ptr));
+      SG_CUDA_CHECK(cudaFree(blocks.back()));
       blocks.pop_back();
       cache.stats.bytes_cached -= size;
       cache.stats.num_device_frees += 1;
@@ -148,11 +123,10 @@ void release_all_cached_blocks() {
 
 namespace sg::detail {
 
-void* device_allocate(Device device, size_t nbytes, const ZerosBelow& wanted, bool* held) {
+void* device_allocate(Device device, size_t nbytes) {
   using namespace sg::detail::cuda;
   SG_CHECK(device.is_cuda(), "cuda allocator: expected a cuda device, got ", device);
   check_device(device.index);
-  if (held != nullptr) *held = false;
   if (nbytes == 0) return nullptr;
 
   DeviceCache& cache = cache_of(device.index);
@@ -163,11 +137,8 @@ void* device_allocate(Device device, size_t nbytes, const ZerosBelow& wanted, bo
   void* ptr = nullptr;
   auto bucket = cache.free_blocks.find(block_size);
   if (bucket != cache.free_blocks.end() && !bucket->second.empty()) {
-    std::vector<FreeBlock>& blocks = bucket->second;
-    const size_t taken = block_to_take(blocks, wanted);
-    ptr = blocks[taken].ptr;
-    if (held != nullptr) *held = wanted.known() && blocks[taken].holds == wanted;
-    blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(taken));
+    ptr = bucket->second.back();
+    bucket->second.pop_back();
     cache.stats.bytes_cached -= block_size;
     cache.stats.num_cache_hits += 1;
   } else {
@@ -187,7 +158,7 @@ void* device_allocate(Device device, size_t nbytes, const ZerosBelow& wanted, bo
   return ptr;
 }
 
-void device_free(Device device, void* ptr, size_t nbytes, const ZerosBelow& holds) {
+void device_free(Device device, void* ptr, size_t nbytes) {
   using namespace sg::detail::cuda;
   if (ptr == nullptr) return;
   SG_CHECK(device.is_cuda() && device.index >= 0 && device.index < kMaxDevices,
@@ -196,7 +167,7 @@ void device_free(Device device, void* ptr, size_t nbytes, const ZerosBelow& hold
   DeviceCache& cache = cache_of(device.index);
   std::lock_guard<std::mutex> lock(cache.mutex);
   // No wait here: see "Stream-ordered reuse" at the top of this file.
-  cache.free_blocks[block_size].push_back({ptr, holds});
+  cache.free_blocks[block_size].push_back(ptr);
   cache.stats.bytes_in_use -= block_size;
   cache.stats.bytes_cached += block_size;
 }

@@ -686,26 +686,34 @@ void CudaBackend::random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t o
   });
 }
 
-void CudaBackend::gemm(const GemmProblem& p, DType dtype) {
+namespace {
+/// Dense·Dense with a Full mask goes to cuBLAS; every other product to the structured GEMM.
+bool dense_product(const GemmProblem& p) {
+  return p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
+}
+}  // namespace
+
+bool CudaBackend::gemm(const GemmProblem& p, DType dtype) {
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "cuda gemm: negative size m = ", p.m, ", n = ", p.n, ", k = ", p.k);
-  if (p.m == 0 || p.n == 0) return;
+  if (p.m == 0 || p.n == 0) return false;
   DeviceGuard guard(device_);
-  const bool dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
-  if (!dense) {
-    launch_structured_gemm(p, dtype, device_);
-    return;
-  }
+  if (!dense_product(p)) return launch_structured_gemm(p, dtype, device_);
   if (p.k == 0) {  // an empty sum: C = 0 (all-zero bytes are 0.0 in float and double)
     const size_t element = element_size(dtype);
     SG_CUDA_CHECK(cudaMemset2DAsync(p.c_data, static_cast<size_t>(p.ldc) * element, 0,
                                     static_cast<size_t>(p.n) * element, static_cast<size_t>(p.m), stream(device_)));
-    return;
+    return false;
   }
   if (dtype == DType::Float32) {
     dense_gemm<float>(p, device_);
   } else {
     dense_gemm<double>(p, device_);
   }
+  return false;
+}
+
+bool CudaBackend::writes_transposed_a(const GemmProblem& p, DType dtype) {
+  return !dense_product(p) && p.k > 0 && ::sg::detail::cuda::writes_transposed_a(p, dtype, device_);
 }
 
 void CudaBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) {

@@ -39,7 +39,8 @@ class CudaBackend final : public Backend {
 
   void random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) override;
 
-  void gemm(const GemmProblem& p, DType dtype) override;
+  bool gemm(const GemmProblem& p, DType dtype) override;
+  bool writes_transposed_a(const GemmProblem& p, DType dtype) override;
 
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override;
   void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/storage.h"
 #include "cuda/allocator.h"
+#include "ops/output_pool.h"
 
 namespace sg::detail::cuda {
 
@@ -208,7 +209,10 @@ AllocatorStats allocator_stats(int device) {
   return detail::cuda::allocator_stats_of(device);
 }
 
-void empty_cache() { detail::cuda::release_all_cached_blocks(); }
+void empty_cache() {
+  detail::release_upper_outputs();  // the matmul op's pooled outputs first, into the cache
+  detail::cuda::release_all_cached_blocks();
+}
 
 std::string device_name(int device) {
   detail::cuda::check_device(device);

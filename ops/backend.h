@@ -114,8 +114,12 @@ class Backend {
   virtual void random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) = 0;
 
   /// C = alpha·op(A)·op(B) with the descriptors of `p` (see gemm_desc.h). Dense·Dense with a
-  /// Full mask may use the vendor GEMM; every structured case uses the structured kernel.
-  virtual void gemm(const GemmProblem& p, DType dtype) = 0;
+  /// Full mask may use the vendor GEMM; every structured case uses the structured kernel. Returns
+  /// whether it also wrote op(A)ᵀ into p.at (GemmProblem::at).
+  virtual bool gemm(const GemmProblem& p, DType dtype) = 0;
+  /// Whether gemm(p) would also write op(A)ᵀ, given a buffer in p.at: a backend whose kernel reads
+  /// A's tiles anyway may offer it to the backward. The CPU backend never does.
+  virtual bool writes_transposed_a(const GemmProblem& p, DType dtype) { return false; }
 
   /// Fused in-place optimizer updates of one parameter (see autograd/optim.h).
   virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) = 0;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 namespace sg::detail {
 
@@ -63,24 +62,19 @@ struct GemmProblem {
   void* c_data = nullptr;
   int64_t lda = 0, ldb = 0, ldc = 0;
   /// Upper mask only: the caller vouches that C's storage already holds exact zeros everywhere below
-  /// the diagonal (a block that held an UpperTriangular tensor of this shape and row stride, untouched
-  /// since: core/storage.h, "zeros below the diagonal"), so a backend may leave those entries as they
-  /// are instead of writing them. Entries on and above the diagonal are written as always. The CUDA
-  /// backend's plans then leave out the tiles wholly below the diagonal, so no block stores them (the
-  /// register-B kernel's mirror tiles drop their zeros too); only the wide kernel's dense plan, which
-  /// runs under an Upper mask only when forced, and the CPU backend write them all the same.
+  /// the diagonal (the matmul op's pooled outputs: ops/output_pool.h), so a backend may leave those
+  /// entries as they are; entries on and above the diagonal are written as always. The CUDA plans
+  /// then leave out the tiles wholly below the diagonal.
   bool c_zeros_stored = false;
-  /// Optional second output, for the backward's dB = op(A)ᵀ·G (A not transposed, Dense or Upper): a
-  /// backend that can also write op(A)ᵀ outer-major from the tiles of A it reads anyway calls
-  /// at_buffer once, before it queues the product, for a packed buffer of k rows × m columns, and
-  /// writes at[p·m + i] = op(A)[i][p] into it on the product's stream; one that cannot never calls it.
-  /// What the buffer holds then: every entry of op(A)ᵀ inside its structure and, for an Upper op(A),
-  /// the zeros of each row p up to the end of the 256-aligned block of columns that holds p; the rest holds
-  /// anything. A product that reads it as a Lower (or Dense) outer-major A operand with its zeros
-  /// vouched (zeros_stored), in tiles of 64, 128 or 256 rows aligned to their size, reads only what it
-  /// holds. The CUDA TF32 path writes it where the product runs on the tall kernel
-  /// (docs/structured_gemm.md, "A's transpose written by the forward").
-  std::function<void*()> at_buffer;
+  /// Optional second output: op(A)ᵀ, for the backward's dB = op(A)ᵀ·G (A not transposed, Dense or
+  /// Upper). Where a backend says it writes it for this problem (Backend::writes_transposed_a), the
+  /// caller passes a packed buffer of k rows × m columns and the product also writes at[p·m + i] =
+  /// op(A)[i][p], from the tiles of A it reads anyway. The buffer then holds every entry of op(A)ᵀ
+  /// inside its structure and, for an Upper op(A), the zeros of each row p up to the end of the
+  /// 256-aligned block of columns that holds p; the rest holds anything. A product that reads it as a
+  /// Lower (or Dense) outer-major operand with its zeros vouched (zeros_stored), in tiles of 64, 128
+  /// or 256 rows aligned to their size, reads only what it holds.
+  void* at = nullptr;
 };
 
 /// Range of k in which both op(A)[row block] and op(B)[col block] can be non-zero, for the

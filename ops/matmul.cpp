@@ -17,6 +17,7 @@
 #include "autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
+#include "ops/output_pool.h"
 #include "ops/shape.h"
 
 namespace sg {
@@ -28,7 +29,6 @@ using detail::OutputMask;
 namespace {
 
 std::atomic<Precision> current_precision{Precision::Float32};
-std::atomic<int64_t> zeros_reused_count{0};
 
 struct MatmulRule {
   Structure result;
@@ -61,7 +61,7 @@ GemmOperand operand(Structure s, bool trans) {
 }
 
 /// The descriptor of op(a)ᵀ read from the copy the forward wrote (product's `at`; a not transposed):
-/// outer-major, Lower for an Upper a, its zeros vouched as far as GemmProblem::at_buffer promises.
+/// outer-major, Lower for an Upper a, its zeros vouched as far as GemmProblem::at promises.
 GemmOperand transposed_copy_operand(Structure s) {
   return s == Structure::UpperTriangular ? GemmOperand{OperandKind::Lower, false, true} : GemmOperand{OperandKind::Dense};
 }
@@ -88,26 +88,24 @@ Structure structure_of(OutputMask mask) {
 }
 
 /// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
-/// `at`: where given, the backend may write op(a)ᵀ too, into a [k, m] tensor it asks for
-/// (GemmProblem::at_buffer), which *at then holds (left undefined otherwise).
+/// `at`: where given and the backend offers it, the product also writes op(a)ᵀ into a [k, m] tensor
+/// (GemmProblem::at), which *at then holds (left undefined otherwise).
 Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha,
                 Tensor* at = nullptr) {
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t k = da.trans ? a.size(0) : a.size(1);
   const int64_t n = db.trans ? b.size(0) : b.size(1);
-  // An UpperTriangular output on a CUDA device asks for a block that holds its zeros below the
-  // diagonal already (one an UpperTriangular tensor of its shape left, untouched since: ZerosBelow);
-  // the product then leaves them as they are (docs/structured_gemm.md, "Outputs whose zeros are
-  // already there"). Either way it holds them afterwards, which the storage records.
-  ZerosBelow zeros;
-  if (mask == OutputMask::Upper && a.device().is_cuda() && detail::output_zeros_reuse())
-    zeros = {m, n, n, static_cast<int32_t>(element_size(a.dtype()))};
-  Tensor c = detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask), zeros);
-  Storage& c_storage = *c.impl().storage;
+  // An UpperTriangular output on a CUDA device comes from the matmul op's pool: a block an earlier
+  // output of its shape left with its zeros below the diagonal, where there is one, which the product
+  // then leaves as they are (GemmProblem::c_zeros_stored).
+  detail::UpperOutput pooled;
+  const bool pool = mask == OutputMask::Upper && a.device().is_cuda();
+  if (pool) pooled = detail::take_upper_output(m, n, a.dtype(), a.device());
+  Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
   if (m == 0 || n == 0) return c;
   if (k == 0) {  // an empty sum: exact zeros, whatever the structures (no kernel sees k = 0)
     detail::backend_of(a).fill(c, 0.0);
-    if (zeros.known()) c_storage.mark_zeros_below(zeros);
+    if (pool) pooled.written();
     return c;
   }
   detail::GemmProblem p;
@@ -125,19 +123,16 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   p.lda = a.size(1);
   p.ldb = b.size(1);
   p.ldc = n;
-  p.c_zeros_stored = c_storage.holds_zeros_below(zeros);
-  if (at != nullptr) {
-    // Two captures, within std::function's own storage: the product is copied on its way to the
-    // launcher, and a larger capture would be a heap block per forward. op(a) = a here.
-    SG_CHECK(!da.trans, "gemm_raw: op(a)ᵀ is offered only for an a read as it lies");
-    p.at_buffer = [at, &a] {
-      *at = detail::make_tensor({a.size(1), a.size(0)}, a.dtype(), a.device());
-      return at->data_ptr();
-    };
+  p.c_zeros_stored = pooled.zeros_held;
+  detail::Backend& backend = detail::backend_of(a);
+  Tensor at_buffer;
+  if (at != nullptr && backend.writes_transposed_a(p, a.dtype())) {
+    SG_CHECK(!da.trans, "gemm_raw: op(a)ᵀ is asked for only of an a read as it lies");
+    at_buffer = detail::make_tensor({k, m}, a.dtype(), a.device());
+    p.at = at_buffer.data_ptr();
   }
-  detail::backend_of(a).gemm(p, a.dtype());
-  if (zeros.known()) c_storage.mark_zeros_below(zeros);
-  if (p.c_zeros_stored) zeros_reused_count.fetch_add(1, std::memory_order_relaxed);
+  if (backend.gemm(p, a.dtype()) && at != nullptr) *at = at_buffer;
+  if (pool) pooled.written();
   return c;
 }
 
@@ -154,9 +149,9 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   const bool both_upper = da.kind == OperandKind::Upper && db.kind == OperandKind::Upper;
   const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
   // dB = op(a)ᵀ·G reads op(a)ᵀ, which the CUDA TF32 kernels take outer-major only: a copy of a. The
-  // forward lets the kernel that reads a's tiles anyway write it (GemmProblem::at_buffer); the
-  // backward then reads it instead of copying a (docs/structured_gemm.md, "A's transpose written by
-  // the forward"). It is kept from the forward to the backward: a [k, m] tensor per such product.
+  // forward lets the kernel that reads a's tiles anyway write it (GemmProblem::at); the backward then
+  // reads it instead of copying a. It is kept from the forward to the backward: a [k, m] tensor per
+  // such product.
   Tensor at;
   const bool offer_at = !ta && !tb && sa != Structure::Symmetric && autograd::needs_record({b});
   Tensor c = gemm_raw(a, da, b, db, mask, 1.0, offer_at ? &at : nullptr);
@@ -204,8 +199,6 @@ void check_matrix(const char* op, const char* what, const Tensor& t) {
 void set_matmul_precision(Precision precision) { current_precision.store(precision); }
 
 Precision matmul_precision() { return current_precision.load(); }
-
-int64_t detail::outputs_with_zeros_reused() { return zeros_reused_count.load(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_same_device_dtype("matmul", a, b);

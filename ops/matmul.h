@@ -34,10 +34,4 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 /// a·aᵀ, Symmetric; computes one triangle and mirrors it. Example: `auto g = sg::gram(a);`
 Symmetric gram(const Tensor& a);
 
-namespace detail {
-/// UpperTriangular products (on CUDA) whose output block already held its zeros below the diagonal,
-/// so the product did not write them (GemmProblem::c_zeros_stored), since the process started.
-int64_t outputs_with_zeros_reused();
-}  // namespace detail
-
 }  // namespace sg

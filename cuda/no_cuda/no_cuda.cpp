@@ -28,8 +28,8 @@ std::string device_name(int) { fail_without_cuda("cuda::device_name"); }
 
 namespace sg::detail {
 
-void* device_allocate(Device device, size_t, const ZerosBelow&, bool*) { fail_without_cuda("allocating on " + device.str()); }
-void device_free(Device device, void*, size_t, const ZerosBelow&) { fail_without_cuda("freeing on " + device.str()); }
+void* device_allocate(Device device, size_t) { fail_without_cuda("allocating on " + device.str()); }
+void device_free(Device device, void*, size_t) { fail_without_cuda("freeing on " + device.str()); }
 Backend& cuda_backend(int device) { fail_without_cuda("cuda:" + std::to_string(device)); }
 
 }  // namespace sg::detail

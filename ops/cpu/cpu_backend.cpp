@@ -207,7 +207,7 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void gemm(const GemmProblem& p, DType dtype) override {
+  bool gemm(const GemmProblem& p, DType dtype) override {
     // Dense·Dense through Eigen's GEMM; every structured product through the blocked
     // structured GEMM (tile skipping, k-ranges). reference_gemm stays the tests' oracle.
     const bool dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
@@ -215,6 +215,7 @@ class CpuBackend final : public Backend {
       if (dense) cpu::dense_gemm(p, dtype);
       else cpu::blocked_gemm(p, dtype);
     });
+    return false;
   }
 
   // The optimizer math is ops/optim_math.h's, shared with the CUDA kernels.

@@ -22,6 +22,7 @@
 
 #include "gemm_check.h"
 #include "ops/backend.h"
+#include "ops/output_pool.h"
 #include "ops/cpu/cpu_gemm.h"
 #if defined(SG_WITH_CUDA)
 #include <cuda_runtime.h>
@@ -30,6 +31,18 @@
 #endif
 
 namespace {
+
+#if defined(SG_WITH_CUDA)
+namespace cu = sg::detail::cuda;
+
+/// Changes the options of every later product (each test puts the defaults back as it goes).
+template <class Edit>
+void set_option(Edit edit) {
+  cu::GemmOptions options = cu::gemm_options();
+  edit(options);
+  cu::set_gemm_options(options);
+}
+#endif
 
 using namespace sgtest::gemm;
 using sg::detail::GemmProblem;
@@ -47,7 +60,7 @@ const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 /// k-major and Symmetric operands read in place (relayout off) and copied outer-major first
 /// (relayout on at every size that has TMA copies), on the wgmma loop with every tile
 /// register-staged, and forced to mma.sync.
-/// Exact float32's loop (sg::detail::cuda::Fp32Loop in a CUDA build; the CPU-only build has none).
+/// Exact float32's loop (cu::Fp32Loop in a CUDA build; the CPU-only build has none).
 enum class ExactLoop { Auto, Fma, Dmma };
 
 struct GemmPrecision {
@@ -66,15 +79,17 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     g_tf32 = GetParam().tf32;
     sg::set_matmul_precision(g_tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
 #if defined(SG_WITH_CUDA)
-    sg::detail::cuda::set_tf32_loop(GetParam().mma_sync ? sg::detail::cuda::Tf32Loop::MmaSync
-                                    : GetParam().staged ? sg::detail::cuda::Tf32Loop::WgmmaStaged
-                                                        : sg::detail::cuda::Tf32Loop::Auto);
-    sg::detail::cuda::set_operand_relayout(GetParam().relayout ? sg::detail::cuda::OperandRelayout::Always
-                                                               : sg::detail::cuda::OperandRelayout::Never);
-    sg::detail::cuda::set_poison_relayout_copies(GetParam().relayout);
-    sg::detail::cuda::set_fp32_loop(GetParam().fp32_loop == ExactLoop::Fma    ? sg::detail::cuda::Fp32Loop::Fma
-                                    : GetParam().fp32_loop == ExactLoop::Dmma ? sg::detail::cuda::Fp32Loop::Dmma
-                                                                              : sg::detail::cuda::Fp32Loop::Auto);
+    const GemmPrecision& precision = GetParam();
+    set_option([&](cu::GemmOptions& o) {
+      o.tf32_loop = precision.mma_sync ? cu::Tf32Loop::MmaSync
+                    : precision.staged ? cu::Tf32Loop::WgmmaStaged
+                                       : cu::Tf32Loop::Auto;
+      o.relayout = precision.relayout ? cu::Choice::Always : cu::Choice::Never;
+      o.poison_copies = precision.relayout;
+      o.fp32_loop = precision.fp32_loop == ExactLoop::Fma    ? cu::Fp32Loop::Fma
+                    : precision.fp32_loop == ExactLoop::Dmma ? cu::Fp32Loop::Dmma
+                                                             : cu::Fp32Loop::Auto;
+    });
 #endif
     g_max_rel_error = 0;
   }
@@ -87,10 +102,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     g_tf32 = false;
     sg::set_matmul_precision(sg::Precision::Float32);
 #if defined(SG_WITH_CUDA)
-    sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
-    sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
-    sg::detail::cuda::set_poison_relayout_copies(false);
-    sg::detail::cuda::set_fp32_loop(sg::detail::cuda::Fp32Loop::Auto);
+    cu::set_gemm_options(cu::GemmOptions{});
 #endif
   }
   sg::DType dtype() const { return GetParam().dtype; }
@@ -187,7 +199,7 @@ TEST_P(CudaGemm, MatmulIssuedProductsWithTheirInvariantsAt2048) {
   if (precision.fp32_loop != ExactLoop::Auto || precision.relayout || precision.mma_sync || precision.staged)
     GTEST_SKIP() << "a forced loop or relayout: the default float32 and tf32 instances run this at 2048";
 #if defined(SG_WITH_CUDA)
-  sg::detail::cuda::set_operand_relayout(sg::detail::cuda::OperandRelayout::Auto);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Auto; });
 #endif
   std::mt19937_64 rng(12);
   for (const GemmProblem& p : matmul_issued_products(2048)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
@@ -273,30 +285,23 @@ TEST(MatmulPrecision, Tf32AppliesToFloat32ProductsOnCudaOnly) {
 }
 
 #if defined(SG_WITH_CUDA)
-namespace cu = sg::detail::cuda;
-
 /// TF32 mode on `loop` with relayout `relayout` for the scope of one test; everything back to
 /// the defaults at its end, an early GTEST_SKIP's included.
 class ScopedTf32 {
  public:
-  explicit ScopedTf32(cu::Tf32Loop loop = cu::Tf32Loop::Auto, cu::OperandRelayout relayout = cu::OperandRelayout::Auto) {
+  explicit ScopedTf32(cu::Tf32Loop loop = cu::Tf32Loop::Auto, cu::Choice relayout = cu::Choice::Auto) {
     g_tf32 = true;
     sg::set_matmul_precision(sg::Precision::TF32);
-    cu::set_tf32_loop(loop);
-    cu::set_operand_relayout(relayout);
-    cu::set_poison_relayout_copies(true);  // a product reading what a copy does not hold fails
+    set_option([&](cu::GemmOptions& o) {
+      o.tf32_loop = loop;
+      o.relayout = relayout;
+      o.poison_copies = true;  // a product reading what a copy does not hold fails
+    });
   }
   ~ScopedTf32() {
     g_tf32 = false;
     sg::set_matmul_precision(sg::Precision::Float32);
-    cu::set_tf32_loop(cu::Tf32Loop::Auto);
-    cu::set_operand_relayout(cu::OperandRelayout::Auto);
-    cu::set_register_b(cu::RegisterB::Auto);
-    cu::set_tall_tiles(cu::TallTiles::Auto);
-    cu::set_transposed_a_output(true);
-    cu::set_dependent_launch(true);
-    cu::set_poison_relayout_copies(false);
-    cu::set_fp32_loop(cu::Fp32Loop::Auto);
+    cu::set_gemm_options(cu::GemmOptions{});
   }
   ScopedTf32(const ScopedTf32&) = delete;
   ScopedTf32& operator=(const ScopedTf32&) = delete;
@@ -339,19 +344,19 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   // register-staged wgmma loop; on mma.sync; on the default loop with B copied outer-major
   // first (relayout), so that its tiles come directly too (the pipelined kernel); the same on
   // the one-barrier-per-step instance it replaced.
-  const sg::detail::cuda::Tf32Loop loops[8] = {
-      sg::detail::cuda::Tf32Loop::Auto, sg::detail::cuda::Tf32Loop::Auto,
-      sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor, sg::detail::cuda::Tf32Loop::WgmmaStaged,
-      sg::detail::cuda::Tf32Loop::MmaSync, sg::detail::cuda::Tf32Loop::Auto,
-      sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep, sg::detail::cuda::Tf32Loop::Auto};
+  const cu::Tf32Loop loops[8] = {
+      cu::Tf32Loop::Auto, cu::Tf32Loop::Auto,
+      cu::Tf32Loop::WgmmaTmaOuterMajor, cu::Tf32Loop::WgmmaStaged,
+      cu::Tf32Loop::MmaSync, cu::Tf32Loop::Auto,
+      cu::Tf32Loop::WgmmaBarrierPerStep, cu::Tf32Loop::Auto};
   const ScopedTf32 restore_defaults_at_end;
   for (int mode = 0; mode < 8; ++mode) {
     const bool exact = mode == 0 || mode == 7;
     sg::set_matmul_precision(exact ? sg::Precision::Float32 : sg::Precision::TF32);
-    sg::detail::cuda::set_fp32_loop(mode == 7 ? sg::detail::cuda::Fp32Loop::Fma : sg::detail::cuda::Fp32Loop::Auto);
-    sg::detail::cuda::set_tf32_loop(loops[mode]);
-    sg::detail::cuda::set_operand_relayout(mode >= 5 ? sg::detail::cuda::OperandRelayout::Always
-                                                     : sg::detail::cuda::OperandRelayout::Never);
+    set_option([&](cu::GemmOptions& o) { o.fp32_loop = mode == 7 ? cu::Fp32Loop::Fma : cu::Fp32Loop::Auto; });
+    set_option([&](cu::GemmOptions& o) { o.tf32_loop = loops[mode]; });
+    set_option([&](cu::GemmOptions& o) { o.relayout = mode >= 5 ? cu::Choice::Always
+                                                     : cu::Choice::Never; });
     const std::vector<double> out =
         sg::matmul(a64.to(sg::kFloat32).to(kCuda0), b64.to(sg::kFloat32).to(kCuda0)).to_vector();
     int nonfinite = 0;
@@ -379,8 +384,8 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
 // ---- the host planner (pure host code: runs without a GPU) --------------------------------
 
 #if defined(SG_WITH_CUDA)
-using sg::detail::cuda::GemmTileConfig;
-using sg::detail::cuda::GemmWorkPlan;
+using cu::GemmTileConfig;
+using cu::GemmWorkPlan;
 
 /// Whether device 0 runs this build's sm_90a code (compute capability 9.0 and an sm_90a build):
 /// the wgmma loops and the FP64 MMA loop live there.
@@ -405,16 +410,16 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   p.tf32 = true;
   p.lda = p.ldb = p.ldc = p.n;
   const GemmTileConfig expected = sm90a_code_runs() ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
-  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaStaged);
-  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaTmaOuterMajor);
-  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::WgmmaBarrierPerStep);
-  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::MmaSync);
-  EXPECT_EQ(sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
-  sg::detail::cuda::set_tf32_loop(sg::detail::cuda::Tf32Loop::Auto);
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::WgmmaStaged; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::WgmmaTmaOuterMajor; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::WgmmaBarrierPerStep; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
+  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::MmaSync; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
+  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::Auto; });
 }
 
 TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
@@ -434,10 +439,10 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
   p.lda = p.ldb = p.ldc = p.n;
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config,
             fp64_cores ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
-  cu::set_fp32_loop(cu::Fp32Loop::Fma);
+  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Fma; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Large);
-  cu::set_fp32_loop(cu::Fp32Loop::Auto);
-  cu::set_fp32_loop(cu::Fp32Loop::Dmma);
+  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Auto; });
+  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config,
             fp64_cores ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
   if (!fp64_cores) GTEST_SKIP() << "exact float32 runs on FFMA here (checked above); no FP64 tensor-core loop to run";
@@ -448,9 +453,9 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
       planned.lda = planned.ldb = planned.ldc = n;
       ASSERT_EQ(cu::structured_gemm_plan(planned, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma)
           << describe(q, sg::kFloat32);
-      const int64_t launches = cu::dmma_launches();
+      const int64_t launches = cu::gemm_stats().dmma_launches;
       const Checked checked = run_and_compare(kCuda0, q, sg::kFloat32, rng);
-      EXPECT_EQ(cu::dmma_launches(), launches + 1) << describe(q, sg::kFloat32);
+      EXPECT_EQ(cu::gemm_stats().dmma_launches, launches + 1) << describe(q, sg::kFloat32);
       EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat32) << ": " << checked.failure;
       EXPECT_LE(checked.rel_error, 1e-7) << describe(q, sg::kFloat32);
     }
@@ -468,10 +473,10 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   int ratio = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
   if (!sm90a_code_runs() || ratio > 2) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
-  const ScopedTf32 restore_defaults_at_end(cu::Tf32Loop::Auto, cu::OperandRelayout::Always);
+  const ScopedTf32 restore_defaults_at_end(cu::Tf32Loop::Auto, cu::Choice::Always);
   sg::set_matmul_precision(sg::Precision::Float32);
   g_tf32 = false;
-  cu::set_fp32_loop(cu::Fp32Loop::Dmma);
+  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
   const Variant symmetric{OperandKind::Symmetric, false};
@@ -492,25 +497,25 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   };
   std::mt19937_64 rng(31);
   for (int64_t n : {300, 1000, 1024}) {
-    for (cu::OperandRelayout setting : {cu::OperandRelayout::Always, cu::OperandRelayout::Never,
-                                        cu::OperandRelayout::Auto}) {
-      cu::set_operand_relayout(setting);
+    for (cu::Choice setting : {cu::Choice::Always, cu::Choice::Never,
+                                        cu::Choice::Auto}) {
+      set_option([&](cu::GemmOptions& o) { o.relayout = setting; });
       for (const Case& c : cases) {
         const GemmProblem p = square(n, c.a, c.b, c.mask);
-        const int64_t expected = setting == cu::OperandRelayout::Always ? c.copies
-                                 : setting == cu::OperandRelayout::Never ? 0
+        const int64_t expected = setting == cu::Choice::Always ? c.copies
+                                 : setting == cu::Choice::Never ? 0
                                  : (c.a.kind == OperandKind::Symmetric ? (n >= 1024 ? 1 : 0) : 0) +
                                        (c.b.kind == OperandKind::Symmetric ? (n >= 1024 ? 1 : 0) : 0);
         for (int64_t pad : {0, 1}) {
-          const int64_t before = cu::relayout_copies();
+          const int64_t before = cu::gemm_stats().operand_copies;
           SG_EXPECT_PRODUCT_PADDED(kCuda0, p, sg::kFloat32, rng, pad);
-          EXPECT_EQ(cu::relayout_copies() - before, expected) << describe(p, sg::kFloat32) << " pad=" << pad;
+          EXPECT_EQ(cu::gemm_stats().operand_copies - before, expected) << describe(p, sg::kFloat32) << " pad=" << pad;
         }
       }
     }
   }
   // An empty k under Always: no copy (its grid would be empty), and C is all zeros.
-  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
   GemmProblem empty_k = square(64, dense, dense_t, OutputMask::Upper);
   empty_k.k = 0;
   const auto f32 = sg::TensorOptions().device(kCuda0);
@@ -522,9 +527,9 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   empty_k.c_data = c.data_ptr();
   empty_k.lda = empty_k.ldb = 1;
   empty_k.ldc = 64;
-  const int64_t before = cu::relayout_copies();
+  const int64_t before = cu::gemm_stats().operand_copies;
   sg::detail::backend_for(kCuda0).gemm(empty_k, sg::kFloat32);
-  EXPECT_EQ(cu::relayout_copies(), before);
+  EXPECT_EQ(cu::gemm_stats().operand_copies, before);
   for (double x : c.to_vector()) ASSERT_EQ(x, 0.0);
 }
 
@@ -555,7 +560,7 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
   const Variant upper{OperandKind::Upper, false}, upper_t{OperandKind::Upper, true};
   const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
   const Variant symmetric{OperandKind::Symmetric, false};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   struct Case {
     GemmProblem p;
     bool pipelined;  // on the default loop
@@ -573,11 +578,11 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
     GTEST_SKIP() << "the pipelined kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(10);
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-    cu::set_tf32_loop(loop);
+    set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
     for (const Case& c : cases) {
-      const int64_t before = cu::pipelined_launches();
+      const int64_t before = cu::gemm_stats().pipelined_launches;
       SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
-      EXPECT_EQ(cu::pipelined_launches() - before, c.pipelined && loop == cu::Tf32Loop::Auto ? 1 : 0)
+      EXPECT_EQ(cu::gemm_stats().pipelined_launches - before, c.pipelined && loop == cu::Tf32Loop::Auto ? 1 : 0)
           << kind_name(c.p.a.kind) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.kind)
           << (c.p.b.trans ? "ᵀ" : "") << " at n = " << c.p.n;
     }
@@ -592,11 +597,11 @@ TEST(CudaGemmPipelined, BarrierPerStepAblationMatchesTheReferenceOnCopiedOperand
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
-  const ScopedTf32 tf32(cu::Tf32Loop::WgmmaBarrierPerStep, cu::OperandRelayout::Always);
+  const ScopedTf32 tf32(cu::Tf32Loop::WgmmaBarrierPerStep, cu::Choice::Always);
   std::mt19937_64 rng(11);
-  const int64_t launches = cu::pipelined_launches();
+  const int64_t launches = cu::gemm_stats().pipelined_launches;
   for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-  EXPECT_EQ(cu::pipelined_launches(), launches);
+  EXPECT_EQ(cu::gemm_stats().pipelined_launches, launches);
 }
 
 TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
@@ -616,13 +621,13 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   const ScopedTf32 tf32;
   struct Case {
     GemmProblem p;
-    cu::OperandRelayout relayout;
-    cu::RegisterB setting;
+    cu::Choice relayout;
+    cu::Choice setting;
     bool register_b;  // on the default loop
     int64_t copies;   // relayout copies then
   };
-  const auto never = cu::OperandRelayout::Never, always = cu::OperandRelayout::Always;
-  const auto on = cu::RegisterB::Auto, forced = cu::RegisterB::Always, off = cu::RegisterB::Never;
+  const auto never = cu::Choice::Never, always = cu::Choice::Always;
+  const auto on = cu::Choice::Auto, forced = cu::Choice::Always, off = cu::Choice::Never;
   std::vector<Case> cases;
   for (int64_t n : {300, 640}) {
     cases.push_back({square(n, upper, upper, OutputMask::Upper), never, on, true, 0});  // Upper·Upper forward
@@ -652,12 +657,12 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   cases.push_back({wide_b, never, on, true, 0});
   // Everything on Auto: the forward on the kernel, no copy of B, where relayout's own rule would
   // copy it (2048) and where it would not (1024); turned off, B copied at 2048.
-  cases.push_back({square(1024, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, true, 0});
-  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, on, true, 0});
-  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::OperandRelayout::Auto, off, false, 1});
+  cases.push_back({square(1024, upper, upper, OutputMask::Upper), cu::Choice::Auto, on, true, 0});
+  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::Choice::Auto, on, true, 0});
+  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::Choice::Auto, off, false, 1});
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
-  cu::set_tall_tiles(cu::TallTiles::Never);  // (its products whose A holds its zeros: CudaGemmTall)
+  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Never; });  // (its products whose A holds its zeros: CudaGemmTall)
   std::mt19937_64 rng(13);
   // B's k-step as one 3-D box where its rows hold whole 32-column blocks: n = 640; n = 300 with
   // rows padded to 320 (columns 300…319 of the box come from the padding and meet only output
@@ -665,17 +670,17 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   // go out by TMA stores (clipped at C's edges: 300) where C's rows are 16-byte aligned, and by
   // the threads' own stores where they are not (n = 302: C's rows of 302 floats, A's and B's
   // padded to 304).
-  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
   for (const auto& [n, pad, one_box] : {std::tuple<int64_t, int64_t, bool>{640, 0, true}, {300, 20, true},
                                         {300, 0, false}, {300, 4, false}, {302, 2, false}}) {
-    const int64_t launches = cu::register_b_launches(), one_box_launches = cu::raw_block_map_launches();
-    const int64_t store_launches = cu::tma_store_launches(), mirror_launches = cu::mirror_zero_launches();
+    const int64_t launches = cu::gemm_stats().register_b_launches, one_box_launches = cu::gemm_stats().raw_block_map_launches;
+    const int64_t store_launches = cu::gemm_stats().tma_store_launches, mirror_launches = cu::gemm_stats().mirror_zero_launches;
     SG_EXPECT_PRODUCT_PADDED(kCuda0, square(n, upper, upper, OutputMask::Upper), sg::kFloat32, rng, pad);
-    EXPECT_EQ(cu::register_b_launches() - launches, 1) << "n = " << n << ", pad " << pad;
-    EXPECT_EQ(cu::raw_block_map_launches() - one_box_launches, one_box ? 1 : 0) << "n = " << n << ", pad " << pad;
-    EXPECT_EQ(cu::tma_store_launches() - store_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
+    EXPECT_EQ(cu::gemm_stats().register_b_launches - launches, 1) << "n = " << n << ", pad " << pad;
+    EXPECT_EQ(cu::gemm_stats().raw_block_map_launches - one_box_launches, one_box ? 1 : 0) << "n = " << n << ", pad " << pad;
+    EXPECT_EQ(cu::gemm_stats().tma_store_launches - store_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
     // The tiles below the diagonal written by their mirror tiles' blocks, with the TMA stores only.
-    EXPECT_EQ(cu::mirror_zero_launches() - mirror_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
+    EXPECT_EQ(cu::gemm_stats().mirror_zero_launches - mirror_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
   }
   // Mirror zeros from empty items too: A Upper of 300 × 100 leaves the tile rows past k = 100 with
   // no k-range, so tile (1, 2) above the diagonal is empty and writes its mirror (2, 1) from the
@@ -683,23 +688,23 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   GemmProblem short_k = square(300, upper, dense, OutputMask::Upper);
   short_k.k = 100;
   for (const GemmProblem& p : {short_k, square(300, dense, upper, OutputMask::Full)}) {
-    const int64_t launches = cu::register_b_launches(), mirror_launches = cu::mirror_zero_launches();
+    const int64_t launches = cu::gemm_stats().register_b_launches, mirror_launches = cu::gemm_stats().mirror_zero_launches;
     SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-    EXPECT_EQ(cu::register_b_launches() - launches, 1) << describe(p, sg::kFloat32);
-    EXPECT_EQ(cu::mirror_zero_launches() - mirror_launches, p.mask == OutputMask::Upper ? 1 : 0)
+    EXPECT_EQ(cu::gemm_stats().register_b_launches - launches, 1) << describe(p, sg::kFloat32);
+    EXPECT_EQ(cu::gemm_stats().mirror_zero_launches - mirror_launches, p.mask == OutputMask::Upper ? 1 : 0)
         << describe(p, sg::kFloat32);
   }
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-    cu::set_tf32_loop(loop);
+    set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
     for (const Case& c : cases) {
-      cu::set_operand_relayout(c.relayout);
-      cu::set_register_b(c.setting);
-      const int64_t launches = cu::register_b_launches(), copies = cu::relayout_copies();
+      set_option([&](cu::GemmOptions& o) { o.relayout = c.relayout; });
+      set_option([&](cu::GemmOptions& o) { o.register_b = c.setting; });
+      const int64_t launches = cu::gemm_stats().register_b_launches, copies = cu::gemm_stats().operand_copies;
       SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
       const bool expected = c.register_b && loop == cu::Tf32Loop::Auto;
-      EXPECT_EQ(cu::register_b_launches() - launches, expected ? 1 : 0) << describe(c.p, sg::kFloat32);
+      EXPECT_EQ(cu::gemm_stats().register_b_launches - launches, expected ? 1 : 0) << describe(c.p, sg::kFloat32);
       if (loop == cu::Tf32Loop::Auto)
-        EXPECT_EQ(cu::relayout_copies() - copies, c.copies) << describe(c.p, sg::kFloat32);
+        EXPECT_EQ(cu::gemm_stats().operand_copies - copies, c.copies) << describe(c.p, sg::kFloat32);
     }
   }
 }
@@ -716,7 +721,7 @@ GemmProblem with_stored_zeros(GemmProblem p) {
 /// whether the tall kernel must take it.
 struct TallCase {
   GemmProblem p;
-  cu::TallTiles setting;
+  cu::Choice setting;
   int64_t pad;
   bool tall;
 };
@@ -724,10 +729,10 @@ struct TallCase {
 /// Each case against the reference (poisoned C), and the tall kernel launched exactly where it must be.
 void expect_tall_cases(const std::vector<TallCase>& cases, std::mt19937_64& rng) {
   for (const TallCase& c : cases) {
-    cu::set_tall_tiles(c.setting);
-    const int64_t launches = cu::tall_launches();
+    set_option([&](cu::GemmOptions& o) { o.tall_tiles = c.setting; });
+    const int64_t launches = cu::gemm_stats().tall_launches;
     SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, c.pad);
-    EXPECT_EQ(cu::tall_launches() - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
+    EXPECT_EQ(cu::gemm_stats().tall_launches - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
   }
 }
 
@@ -747,7 +752,7 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseAHoldsItsZeros) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
   const ScopedTf32 tf32;
-  const auto forced = cu::TallTiles::Always, off = cu::TallTiles::Never;
+  const auto forced = cu::Choice::Always, off = cu::Choice::Never;
   std::vector<TallCase> cases;
   for (int64_t n : {300, 640, 1000}) {
     cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), forced, 0, true});  // Upper·Upper forward
@@ -772,20 +777,20 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseAHoldsItsZeros) {
   cases.push_back({short_k, forced, 0, true});
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(19);
-  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
   expect_tall_cases(cases, rng);
 
   // A Symmetric A (unvouched) copied first: a mirror copy, which holds only the steps that are not
   // wholly in the stored triangle; those come from the storage, by a map with the kernel's 256-row
   // box. (The copy is poisoned: a step read from the wrong map fails.) B stays as it lies.
   const Variant symmetric{OperandKind::Symmetric, false};
-  cu::set_operand_relayout(cu::OperandRelayout::Always);
-  cu::set_register_b(cu::RegisterB::Always);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
+  set_option([&](cu::GemmOptions& o) { o.register_b = cu::Choice::Always; });
   std::vector<TallCase> mirrored;
   for (int64_t n : {640, 1000}) mirrored.push_back({with_stored_zeros(square(n, symmetric, upper, OutputMask::Full)), forced, 0, true});
-  const int64_t copies = cu::mirror_copies();
+  const int64_t copies = cu::gemm_stats().mirror_copies;
   expect_tall_cases(mirrored, rng);
-  EXPECT_EQ(cu::mirror_copies() - copies, 2);
+  EXPECT_EQ(cu::gemm_stats().mirror_copies - copies, 2);
 }
 
 TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTimesUpperFromOnePerSm) {
@@ -803,10 +808,10 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, sym{OperandKind::Symmetric, false};
   const Variant lower_t{OperandKind::Lower, true};  // dB's op(A) = Aᵀ of an Upper A
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
-  const auto automatic = cu::TallTiles::Auto;
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Auto);
+  const auto automatic = cu::Choice::Auto;
   const std::vector<TallCase> cases = {
-      {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::TallTiles::Always, 0, true},
+      {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::Choice::Always, 0, true},
       {vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, 0, false},
       {vouched(square(1024, dense, upper, OutputMask::Full)), automatic, 0, false},
       {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, true},
@@ -826,21 +831,21 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
                  << sms;
   std::mt19937_64 rng(23);
   expect_tall_cases(cases, rng);
-  const std::vector<std::tuple<int64_t, cu::TallTiles, bool, int64_t>> sym_dense = {
+  const std::vector<std::tuple<int64_t, cu::Choice, bool, int64_t>> sym_dense = {
       {2048, automatic, true, 0}, {4096, automatic, true, 0}, {1024, automatic, false, 0},
-      {2048, cu::TallTiles::Never, false, 1}};
+      {2048, cu::Choice::Never, false, 1}};
   for (const auto& [n, setting, tall, copies] : sym_dense) {
-    const int64_t relaid = cu::relayout_copies();
+    const int64_t relaid = cu::gemm_stats().operand_copies;
     expect_tall_cases({{vouched(square(n, sym, dense, OutputMask::Full)), setting, 0, tall}}, rng);
-    EXPECT_EQ(cu::relayout_copies() - relaid, copies) << "Sym·Dense, mirror stored, n = " << n;
+    EXPECT_EQ(cu::gemm_stats().operand_copies - relaid, copies) << "Sym·Dense, mirror stored, n = " << n;
   }
   // Past kTallForCopyRows rows (a Dense·Dense product of the detail API would go to cuBLAS, so a
   // Sym·Dense of 4352 rows and 512 columns: 68 tiles, enough for the tall kernel's Auto rule).
   GemmProblem many_rows = vouched(square(4352, sym, dense, OutputMask::Full));
   many_rows.n = 512;
-  const int64_t relaid = cu::relayout_copies();
+  const int64_t relaid = cu::gemm_stats().operand_copies;
   expect_tall_cases({{many_rows, automatic, 0, false}}, rng);
-  EXPECT_EQ(cu::relayout_copies() - relaid, 1) << "Sym·Dense of 4352 rows";
+  EXPECT_EQ(cu::gemm_stats().operand_copies - relaid, 1) << "Sym·Dense of 4352 rows";
 }
 
 TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
@@ -854,7 +859,7 @@ TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
   // copy in the backward. With the output off, nothing is written and the gradients match too. Not
   // offered: B without a gradient, a Symmetric A, the float32 (not TF32) precision.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Auto);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
   sg::manual_seed(41);
@@ -879,41 +884,41 @@ TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
   struct Case {
     sg::Structure a, b;
     int64_t n;
-    cu::TallTiles tall;
+    cu::Choice tall;
   };
   const std::vector<Case> cases = {
-      {upper, upper, 300, cu::TallTiles::Always},  {dense, upper, 300, cu::TallTiles::Always},
-      {upper, dense, 300, cu::TallTiles::Always},  {upper, upper, 640, cu::TallTiles::Always},
-      {dense, upper, 640, cu::TallTiles::Always},  {upper, dense, 1000, cu::TallTiles::Always},
-      {upper, upper, 1000, cu::TallTiles::Always}, {upper, upper, 3072, cu::TallTiles::Auto}};
+      {upper, upper, 300, cu::Choice::Always},  {dense, upper, 300, cu::Choice::Always},
+      {upper, dense, 300, cu::Choice::Always},  {upper, upper, 640, cu::Choice::Always},
+      {dense, upper, 640, cu::Choice::Always},  {upper, dense, 1000, cu::Choice::Always},
+      {upper, upper, 1000, cu::Choice::Always}, {upper, upper, 3072, cu::Choice::Auto}};
   for (const Case& c : cases) {
     const sg::Tensor a = random(c.a, c.n), b = random(c.b, c.n), g = sg::randn({c.n, c.n}, f64);
     const auto ref = run(a, b, g, sg::kCPU, sg::kFloat64, true, true);
-    cu::set_tall_tiles(c.tall);
+    set_option([&](cu::GemmOptions& o) { o.tall_tiles = c.tall; });
     for (bool on : {true, false}) {
       SCOPED_TRACE(std::string(sg::structure_name(c.a)) + "·" + sg::structure_name(c.b) + ", n = " +
                    std::to_string(c.n) + (on ? ", output on" : ", output off"));
-      cu::set_transposed_a_output(on);
-      const int64_t written = cu::transposed_a_outputs(), tall = cu::tall_launches();
+      set_option([&](cu::GemmOptions& o) { o.transposed_a_output = on; });
+      const int64_t written = cu::gemm_stats().transposed_a_outputs, tall = cu::gemm_stats().tall_launches;
       sg::set_matmul_precision(sg::Precision::TF32);
       sg::Tensor x = a.to(sg::kFloat32).to(kCuda0).detach().requires_grad_();
       sg::Tensor y = b.to(sg::kFloat32).to(kCuda0).detach().requires_grad_();
       const sg::Tensor product = sg::matmul(x, y);
-      EXPECT_EQ(cu::tall_launches() - tall, 1) << "the forward on the tall kernel";
-      EXPECT_EQ(cu::transposed_a_outputs() - written, on ? 1 : 0);
-      const int64_t copies = cu::relayout_copies();
+      EXPECT_EQ(cu::gemm_stats().tall_launches - tall, 1) << "the forward on the tall kernel";
+      EXPECT_EQ(cu::gemm_stats().transposed_a_outputs - written, on ? 1 : 0);
+      const int64_t copies = cu::gemm_stats().operand_copies;
       sg::sum(product * g.to(sg::kFloat32).to(kCuda0)).backward();
-      if (on) EXPECT_EQ(cu::relayout_copies() - copies, 0) << "dB read the forward's op(A)ᵀ";
+      if (on) EXPECT_EQ(cu::gemm_stats().operand_copies - copies, 0) << "dB read the forward's op(A)ᵀ";
       const std::vector<std::vector<double>> got = {product.to(sg::kCPU).to_vector(), x.grad().to(sg::kCPU).to_vector(),
                                                     y.grad().to(sg::kCPU).to_vector()};
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_LE(sgtest::rel_error(got[i], ref[i]), 2e-3) << (i == 0 ? "C" : i == 1 ? "dA" : "dB");
     }
   }
-  cu::set_transposed_a_output(true);
+  set_option([&](cu::GemmOptions& o) { o.transposed_a_output = true; });
   // Not offered: no dB wanted, a Symmetric A, exact float32.
   const int64_t n = 640;
-  cu::set_tall_tiles(cu::TallTiles::Always);
+  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Always; });
   const sg::Tensor u = random(upper, n), v = random(upper, n), s = random(sg::Structure::Symmetric, n);
   const sg::Tensor g = sg::randn({n, n}, f64);
   struct Unoffered {
@@ -927,9 +932,9 @@ TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
                              Unoffered{"exact float32", u, v, true, sg::Precision::Float32}}) {
     SCOPED_TRACE(c.what);
     sg::set_matmul_precision(c.precision);
-    const int64_t written = cu::transposed_a_outputs();
+    const int64_t written = cu::gemm_stats().transposed_a_outputs;
     const auto got = run(c.a, c.b, g, kCuda0, sg::kFloat32, true, c.b_grad);
-    EXPECT_EQ(cu::transposed_a_outputs() - written, 0);
+    EXPECT_EQ(cu::gemm_stats().transposed_a_outputs - written, 0);
     const auto ref = run(c.a, c.b, g, sg::kCPU, sg::kFloat64, true, c.b_grad);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(sgtest::rel_error(got[i], ref[i]), 2e-3) << "result " << i;
   }
@@ -979,7 +984,7 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
   if (!wgmma_loop_runs()) GTEST_SKIP() << "these kernels serve the wgmma loop, which this device or build does not run";
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
   const ScopedTf32 tf32;
-  cu::set_operand_relayout(cu::OperandRelayout::Never);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   struct Case {
@@ -994,7 +999,7 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
     GemmProblem p = c.p;
     p.tf32 = true;
     const std::string what = describe(p, sg::kFloat32) + (c.tall ? ", tall kernel" : ", register-B kernel");
-    cu::set_tall_tiles(c.tall ? cu::TallTiles::Always : cu::TallTiles::Never);
+    set_option([&](cu::GemmOptions& o) { o.tall_tiles = c.tall ? cu::Choice::Always : cu::Choice::Never; });
     p.lda = p.k;  // packed, as expect_the_same_bits_each_launch stores the operands (the plan checks them)
     p.ldb = p.n;
     p.ldc = p.n;
@@ -1006,10 +1011,10 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
                               [](const cu::GemmWorkItem& item) { return item.chunk_count == 2; }))
           << what;
     }
-    const int64_t tall = cu::tall_launches(), register_b = cu::register_b_launches();
+    const int64_t tall = cu::gemm_stats().tall_launches, register_b = cu::gemm_stats().register_b_launches;
     expect_the_same_bits_each_launch(p, rng, 8, what);
-    EXPECT_EQ(cu::tall_launches() - tall, c.tall ? 8 : 0) << what;
-    EXPECT_EQ(cu::register_b_launches() - register_b, c.tall ? 0 : 8) << what;
+    EXPECT_EQ(cu::gemm_stats().tall_launches - tall, c.tall ? 8 : 0) << what;
+    EXPECT_EQ(cu::gemm_stats().register_b_launches - register_b, c.tall ? 0 : 8) << what;
   }
 }
 
@@ -1039,7 +1044,7 @@ std::vector<LoopMode> loop_modes() {
 void use(const LoopMode& mode) {
   g_tf32 = mode.tf32;
   sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-  cu::set_fp32_loop(mode.loop);
+  set_option([&](cu::GemmOptions& o) { o.fp32_loop = mode.loop; });
 }
 
 TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
@@ -1109,11 +1114,11 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
         }
         // Sym·Sym: the copies the Symmetric operands take unvouched, none vouched.
         const GemmProblem sym_sym = with_mirrors(square(n, symmetric, symmetric, OutputMask::Full), on);
-        const int64_t copies = cu::relayout_copies(), wide = cu::wide_launches();
+        const int64_t copies = cu::gemm_stats().operand_copies, wide = cu::gemm_stats().wide_launches;
         SG_EXPECT_PRODUCT(kCuda0, sym_sym, mode.dtype, rng);
         const int64_t copied = wgmma ? 2 : dmma && n >= 1024 ? 2 : 0;
-        EXPECT_EQ(cu::relayout_copies() - copies, on ? 0 : copied) << describe(sym_sym, mode.dtype) << " vouched " << on;
-        if (wgmma && n == 2048 && on) EXPECT_EQ(cu::wide_launches() - wide, 1) << describe(sym_sym, mode.dtype);
+        EXPECT_EQ(cu::gemm_stats().operand_copies - copies, on ? 0 : copied) << describe(sym_sym, mode.dtype) << " vouched " << on;
+        if (wgmma && n == 2048 && on) EXPECT_EQ(cu::gemm_stats().wide_launches - wide, 1) << describe(sym_sym, mode.dtype);
       }
     }
   }
@@ -1143,9 +1148,9 @@ TEST(CudaGemmStoredMirrors, MatmulAndGramPassSymmetricTensorsAsStored) {
   };
   for (bool gram : {false, true}) {
     SCOPED_TRACE(gram ? "gram(S)" : "S·T");
-    const int64_t copies = cu::relayout_copies();
+    const int64_t copies = cu::gemm_stats().operand_copies;
     const auto on_gpu = run(kCuda0, sg::Precision::TF32, gram);
-    if (wgmma_loop_runs()) EXPECT_EQ(cu::relayout_copies() - copies, 0);
+    if (wgmma_loop_runs()) EXPECT_EQ(cu::gemm_stats().operand_copies - copies, 0);
     const auto on_cpu = run(sg::kCPU, sg::Precision::Float32, gram);
     ASSERT_EQ(on_gpu.size(), on_cpu.size());
     for (size_t i = 0; i < on_gpu.size(); ++i) EXPECT_LE(sgtest::rel_error(on_gpu[i], on_cpu[i]), 2e-3) << "result " << i;
@@ -1176,15 +1181,15 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   };
   if (!wgmma_loop_runs()) GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(9);
-  for (cu::OperandRelayout setting : {cu::OperandRelayout::Always, cu::OperandRelayout::Never}) {
+  for (cu::Choice setting : {cu::Choice::Always, cu::Choice::Never}) {
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaStaged}) {
-      cu::set_operand_relayout(setting);
-      cu::set_tf32_loop(loop);
+      set_option([&](cu::GemmOptions& o) { o.relayout = setting; });
+      set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
       for (const Case& c : cases) {
-        const int64_t before = cu::relayout_copies();
+        const int64_t before = cu::gemm_stats().operand_copies;
         SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
-        const bool on = setting == cu::OperandRelayout::Always && loop == cu::Tf32Loop::Auto;
-        EXPECT_EQ(cu::relayout_copies() - before, on ? c.copies : 0)
+        const bool on = setting == cu::Choice::Always && loop == cu::Tf32Loop::Auto;
+        EXPECT_EQ(cu::gemm_stats().operand_copies - before, on ? c.copies : 0)
             << kind_name(c.p.a.kind) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.kind)
             << (c.p.b.trans ? "ᵀ" : "") << ", relayout " << (on ? "on" : "off");
       }
@@ -1205,40 +1210,40 @@ TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
   const Variant symmetric{OperandKind::Symmetric, false}, symmetric_t{OperandKind::Symmetric, true};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Always);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Always);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
   struct Case {
     GemmProblem p;
     int64_t mirror_copies;  // with 16-byte aligned rows
-    cu::RegisterB register_b;
+    cu::Choice register_b;
   };
   std::mt19937_64 rng(23);
   for (int64_t n : {300, 1000, 1024}) {
     const Case cases[] = {
-        {square(n, symmetric, symmetric, OutputMask::Full), 2, cu::RegisterB::Auto},
-        {square(n, symmetric, dense, OutputMask::Full), 1, cu::RegisterB::Auto},
-        {square(n, dense, symmetric_t, OutputMask::Full), 1, cu::RegisterB::Auto},
-        {square(n, symmetric, upper, OutputMask::Full), 1, cu::RegisterB::Auto},    // pipelined (B copied)
-        {square(n, symmetric, upper, OutputMask::Full), 1, cu::RegisterB::Always},  // register-B
-        {square(n, upper, symmetric, OutputMask::Full), 1, cu::RegisterB::Auto},
+        {square(n, symmetric, symmetric, OutputMask::Full), 2, cu::Choice::Auto},
+        {square(n, symmetric, dense, OutputMask::Full), 1, cu::Choice::Auto},
+        {square(n, dense, symmetric_t, OutputMask::Full), 1, cu::Choice::Auto},
+        {square(n, symmetric, upper, OutputMask::Full), 1, cu::Choice::Auto},    // pipelined (B copied)
+        {square(n, symmetric, upper, OutputMask::Full), 1, cu::Choice::Always},  // register-B
+        {square(n, upper, symmetric, OutputMask::Full), 1, cu::Choice::Auto},
     };
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-      cu::set_tf32_loop(loop);
-      for (cu::WideTiles wide : {cu::WideTiles::Always, cu::WideTiles::Never}) {
-        cu::set_wide_tiles(wide);
+      set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
+      for (cu::Choice wide : {cu::Choice::Always, cu::Choice::Never}) {
+        set_option([&](cu::GemmOptions& o) { o.wide_tiles = wide; });
         for (const Case& c : cases) {
-          cu::set_register_b(c.register_b);
+          set_option([&](cu::GemmOptions& o) { o.register_b = c.register_b; });
           for (int64_t pad : {0, 1}) {
-            const int64_t before = cu::mirror_copies();
+            const int64_t before = cu::gemm_stats().mirror_copies;
             SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, pad);
-            EXPECT_EQ(cu::mirror_copies() - before, pad == 0 ? c.mirror_copies : 0)
+            EXPECT_EQ(cu::gemm_stats().mirror_copies - before, pad == 0 ? c.mirror_copies : 0)
                 << describe(c.p, sg::kFloat32) << " pad=" << pad;
           }
         }
       }
     }
   }
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDense) {
@@ -1259,50 +1264,50 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   struct Case {
     GemmProblem p;
-    cu::OperandRelayout relayout;
+    cu::Choice relayout;
     bool wide;  // on the default loop
   };
   std::vector<Case> cases;
   for (int64_t n : {300, 640}) {
-    cases.push_back({square(n, dense, dense_t, OutputMask::Upper), cu::OperandRelayout::Never, true});  // gram
-    cases.push_back({square(n, dense, dense_t, OutputMask::Symmetric), cu::OperandRelayout::Never, true});
-    cases.push_back({square(n, symmetric, symmetric, OutputMask::Full), cu::OperandRelayout::Always, true});
-    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::OperandRelayout::Always, true});
-    cases.push_back({square(n, dense, symmetric, OutputMask::Full), cu::OperandRelayout::Always, true});
-    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), cu::OperandRelayout::Never, false});  // triangular
-    cases.push_back({square(n, dense, dense_t, OutputMask::Full), cu::OperandRelayout::Never, false});   // cuBLAS
-    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::OperandRelayout::Never, false});  // raw copies
+    cases.push_back({square(n, dense, dense_t, OutputMask::Upper), cu::Choice::Never, true});  // gram
+    cases.push_back({square(n, dense, dense_t, OutputMask::Symmetric), cu::Choice::Never, true});
+    cases.push_back({square(n, symmetric, symmetric, OutputMask::Full), cu::Choice::Always, true});
+    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::Choice::Always, true});
+    cases.push_back({square(n, dense, symmetric, OutputMask::Full), cu::Choice::Always, true});
+    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), cu::Choice::Never, false});  // triangular
+    cases.push_back({square(n, dense, dense_t, OutputMask::Full), cu::Choice::Never, false});   // cuBLAS
+    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::Choice::Never, false});  // raw copies
   }
   GemmProblem short_k = square(640, dense, dense_t, OutputMask::Upper);
   short_k.k = 40;
-  cases.push_back({short_k, cu::OperandRelayout::Never, true});
+  cases.push_back({short_k, cu::Choice::Never, true});
   GemmProblem rectangular = square(300, symmetric, dense, OutputMask::Full);
   rectangular.n = 520;
-  cases.push_back({rectangular, cu::OperandRelayout::Always, true});
+  cases.push_back({rectangular, cu::Choice::Always, true});
   // Rows of 302 floats are not 16-byte aligned: no direct copies, so not the wide kernel.
-  cases.push_back({square(302, dense, dense_t, OutputMask::Upper), cu::OperandRelayout::Never, false});
+  cases.push_back({square(302, dense, dense_t, OutputMask::Upper), cu::Choice::Never, false});
   std::mt19937_64 rng(12);
-  cu::set_wide_tiles(cu::WideTiles::Always);
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
   for (bool tma_store : {true, false}) {
-    cu::set_wide_tma_store(tma_store);
+    set_option([&](cu::GemmOptions& o) { o.wide_tma_store = tma_store; });
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-      cu::set_tf32_loop(loop);
+      set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
       for (const Case& c : cases) {
-        cu::set_operand_relayout(c.relayout);
-        const int64_t before = cu::wide_launches(), stores_before = cu::wide_tma_store_launches();
+        set_option([&](cu::GemmOptions& o) { o.relayout = c.relayout; });
+        const int64_t before = cu::gemm_stats().wide_launches, stores_before = cu::gemm_stats().wide_tma_store_launches;
         SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
         const bool wide = c.wide && loop == cu::Tf32Loop::Auto;
-        EXPECT_EQ(cu::wide_launches() - before, wide ? 1 : 0) << describe(c.p, sg::kFloat32);
+        EXPECT_EQ(cu::gemm_stats().wide_launches - before, wide ? 1 : 0) << describe(c.p, sg::kFloat32);
         // By TMA stores wherever the wide kernel runs and C takes them: a mask other than Symmetric
         // (whose mirror the accumulators' own stores write); C's rows are aligned wherever the
         // operands' are, and the wide kernel needs those.
         const bool stores = wide && tma_store && c.p.mask != OutputMask::Symmetric;
-        EXPECT_EQ(cu::wide_tma_store_launches() - stores_before, stores ? 1 : 0) << describe(c.p, sg::kFloat32);
+        EXPECT_EQ(cu::gemm_stats().wide_tma_store_launches - stores_before, stores ? 1 : 0) << describe(c.p, sg::kFloat32);
       }
     }
   }
-  cu::set_wide_tma_store(true);
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  set_option([&](cu::GemmOptions& o) { o.wide_tma_store = true; });
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) {
@@ -1314,32 +1319,32 @@ TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) 
   // split tiles runs instead.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, symmetric{OperandKind::Symmetric, false};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Always);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Always);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   GemmProblem p = square(300, dense, symmetric, OutputMask::Full);
   p.m = 128 * (sms + sms / 4);
   p.tf32 = true;
-  cu::set_wide_tiles(cu::WideTiles::Always);
-  cu::set_wide_split(cu::WideSplit::Always);
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmOptions& o) { o.wide_split = cu::Choice::Always; });
   GemmProblem planned = p;  // the wide kernel's problem: both operands outer-major Dense
   planned.b = {OperandKind::Dense, true};
-  ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::WideSplit::Always).split_tiles, 0) << describe(p, sg::kFloat32);
+  ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::Choice::Always).split_tiles, 0) << describe(p, sg::kFloat32);
   std::mt19937_64 rng(31);
   for (bool tma_store : {true, false}) {
-    cu::set_wide_tma_store(tma_store);
-    const int64_t wide = cu::wide_launches(), split = cu::wide_split_launches();
+    set_option([&](cu::GemmOptions& o) { o.wide_tma_store = tma_store; });
+    const int64_t wide = cu::gemm_stats().wide_launches, split = cu::gemm_stats().wide_split_launches;
     SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-    EXPECT_EQ(cu::wide_launches() - wide, 1) << describe(p, sg::kFloat32);
-    EXPECT_EQ(cu::wide_split_launches() - split, tma_store ? 1 : 0) << describe(p, sg::kFloat32);
+    EXPECT_EQ(cu::gemm_stats().wide_launches - wide, 1) << describe(p, sg::kFloat32);
+    EXPECT_EQ(cu::gemm_stats().wide_split_launches - split, tma_store ? 1 : 0) << describe(p, sg::kFloat32);
   }
-  cu::set_wide_tma_store(true);
-  const int64_t split = cu::wide_split_launches();
+  set_option([&](cu::GemmOptions& o) { o.wide_tma_store = true; });
+  const int64_t split = cu::gemm_stats().wide_split_launches;
   expect_the_same_bits_each_launch(p, rng, 8, describe(p, sg::kFloat32));
-  EXPECT_EQ(cu::wide_split_launches() - split, 8);
-  cu::set_wide_split(cu::WideSplit::Auto);
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  EXPECT_EQ(cu::gemm_stats().wide_split_launches - split, 8);
+  set_option([&](cu::GemmOptions& o) { o.wide_split = cu::Choice::Auto; });
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRoundIsCut) {
@@ -1351,7 +1356,7 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRound
   // the wide kernel. Then Dense·Sym (relaid) with 2.2 tiles per SM (three rounds at 73 %), whose
   // last round is cut: wide. Each matches the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
@@ -1364,25 +1369,25 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRound
     const size_t items = cu::wide_tile_items(p).size();
     const size_t rounds = (items + sms - 1) / sms;
     const bool expected = mask != OutputMask::Upper && 10 * items >= 8 * rounds * static_cast<size_t>(sms);
-    const int64_t before = cu::wide_launches();
+    const int64_t before = cu::gemm_stats().wide_launches;
     SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-    EXPECT_EQ(cu::wide_launches() - before, expected ? 1 : 0)
+    EXPECT_EQ(cu::gemm_stats().wide_launches - before, expected ? 1 : 0)
         << items << " items on " << sms << " SMs, n = " << n << ", mask " << mask_name(mask);
     wide += expected;
   }
   if (sms == 132) EXPECT_EQ(wide, 1) << "on an H100 SXM, the Symmetric product at 2560 only";
-  cu::set_operand_relayout(cu::OperandRelayout::Always);
+  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
   GemmProblem p = square(300, {OperandKind::Dense, false}, {OperandKind::Symmetric, false}, OutputMask::Full);
   p.m = 128 * (sms + sms / 10);
   GemmProblem planned = p;  // as the wide kernel gets it: B relaid, outer-major Dense
   planned.b = {OperandKind::Dense, true};
   const size_t items = cu::wide_tile_items(planned).size(), rounds = (items + sms - 1) / sms;
   EXPECT_LT(10 * items, 8 * rounds * static_cast<size_t>(sms)) << items << " items on " << sms << " SMs";
-  ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::WideSplit::Auto).split_tiles, 0) << items << " items on " << sms << " SMs";
-  const int64_t before = cu::wide_launches(), split = cu::wide_split_launches();
+  ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::Choice::Auto).split_tiles, 0) << items << " items on " << sms << " SMs";
+  const int64_t before = cu::gemm_stats().wide_launches, split = cu::gemm_stats().wide_split_launches;
   SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-  EXPECT_EQ(cu::wide_launches() - before, 1) << describe(p, sg::kFloat32);
-  EXPECT_EQ(cu::wide_split_launches() - split, 1) << describe(p, sg::kFloat32);
+  EXPECT_EQ(cu::gemm_stats().wide_launches - before, 1) << describe(p, sg::kFloat32);
+  EXPECT_EQ(cu::gemm_stats().wide_split_launches - split, 1) << describe(p, sg::kFloat32);
 }
 
 TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenInItsTile) {
@@ -1398,14 +1403,14 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false};
   const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   struct Case {
     GemmProblem p;
-    cu::WideTiles setting;
+    cu::Choice setting;
     bool structured;  // on the wide kernel's structured schedule
   };
-  const auto forced = cu::WideTiles::Always;
+  const auto forced = cu::Choice::Always;
   std::vector<Case> cases;
   for (int64_t n : {300, 640, 1000}) {
     cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), forced, true});  // dA
@@ -1413,16 +1418,16 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
     cases.push_back({square(n, upper, dense_t, OutputMask::Full), forced, true});  // A's zeros not stored
     cases.push_back({square(n, lower, dense_t, OutputMask::Full), forced, true});
     cases.push_back({square(n, upper, lower_t, OutputMask::Upper), forced, false});  // B's zeros not stored
-    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper)), cu::WideTiles::Never, false});
+    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper)), cu::Choice::Never, false});
   }
   std::mt19937_64 rng(41);
   for (const Case& c : cases) {
-    cu::set_wide_tiles(c.setting);
-    const int64_t before = cu::wide_structured_launches();
+    set_option([&](cu::GemmOptions& o) { o.wide_tiles = c.setting; });
+    const int64_t before = cu::gemm_stats().wide_structured_launches;
     SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
-    EXPECT_EQ(cu::wide_structured_launches() - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
+    EXPECT_EQ(cu::gemm_stats().wide_structured_launches - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
   }
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
@@ -1435,25 +1440,25 @@ TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
   // tall kernel's, Upper·Denseᵀ the wide kernel's structured schedule, both forced on.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
-  cu::set_tall_tiles(cu::TallTiles::Always);
-  cu::set_wide_tiles(cu::WideTiles::Always);
+  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
   std::mt19937_64 rng(53);
   for (int64_t n : {522, 520}) {
     for (bool wide : {false, true}) {
       GemmProblem p = vouched(square(n, upper, wide ? dense_t : dense, OutputMask::Upper));
       p.k = n == 522 ? 302 : 300;
       const int64_t pad = n == 522 ? 2 : 4, c_pad = pad;  // every row 16-byte aligned
-      const int64_t tall = cu::tall_launches(), wide_launches = cu::wide_structured_launches();
+      const int64_t tall = cu::gemm_stats().tall_launches, wide_launches = cu::gemm_stats().wide_structured_launches;
       SG_EXPECT_PRODUCT_PADDED_C(kCuda0, p, sg::kFloat32, rng, pad, c_pad);
       const int64_t expected = n % 4 == 0 ? 1 : 0;
-      EXPECT_EQ(cu::tall_launches() - tall, wide ? 0 : expected) << describe(p, sg::kFloat32);
-      EXPECT_EQ(cu::wide_structured_launches() - wide_launches, wide ? expected : 0) << describe(p, sg::kFloat32);
+      EXPECT_EQ(cu::gemm_stats().tall_launches - tall, wide ? 0 : expected) << describe(p, sg::kFloat32);
+      EXPECT_EQ(cu::gemm_stats().wide_structured_launches - wide_launches, wide ? expected : 0) << describe(p, sg::kFloat32);
     }
   }
-  cu::set_tall_tiles(cu::TallTiles::Auto);
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 /// Entries below the diagonal of an n × n C in the tiles of `rows` × `cols` that lie wholly below it.
@@ -1477,26 +1482,26 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
   // next test holds those kernels to exactly their plans' tiles).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(59);
   for (bool forced : {true, false}) {
-    cu::set_tall_tiles(forced ? cu::TallTiles::Always : cu::TallTiles::Never);
-    cu::set_wide_tiles(forced ? cu::WideTiles::Always : cu::WideTiles::Never);
+    set_option([&](cu::GemmOptions& o) { o.tall_tiles = forced ? cu::Choice::Always : cu::Choice::Never; });
+    set_option([&](cu::GemmOptions& o) { o.wide_tiles = forced ? cu::Choice::Always : cu::Choice::Never; });
     for (int64_t n : {1000, 520}) {
       for (bool wide : {false, true}) {
         for (bool zeros : {false, true}) {
           GemmProblem p = wide ? vouched(square(n, upper, lower_t, OutputMask::Upper), false, true)
                                : vouched(square(n, upper, upper, OutputMask::Upper));
           p.c_zeros_stored = zeros;
-          const int64_t tall = cu::tall_launches(), wide_launches = cu::wide_structured_launches();
+          const int64_t tall = cu::gemm_stats().tall_launches, wide_launches = cu::gemm_stats().wide_structured_launches;
           const Checked checked = run_and_compare(kCuda0, p, sg::kFloat32, rng);
           const std::string what = describe(p, sg::kFloat32) + (zeros ? ", C's zeros stored" : "");
           EXPECT_LE(checked.rel_error, tolerance(sg::kFloat32)) << what;
           EXPECT_TRUE(checked.failure.empty()) << what << ": " << checked.failure;
           if (!forced) continue;
-          EXPECT_EQ(cu::tall_launches() - tall, wide ? 0 : 1) << what;
-          EXPECT_EQ(cu::wide_structured_launches() - wide_launches, wide ? 1 : 0) << what;
+          EXPECT_EQ(cu::gemm_stats().tall_launches - tall, wide ? 0 : 1) << what;
+          EXPECT_EQ(cu::gemm_stats().wide_structured_launches - wide_launches, wide ? 1 : 0) << what;
           const int64_t below = wide ? entries_in_tiles_below(n, 128, 256) : entries_in_tiles_below(n, 256, 128);
           ASSERT_GT(below, 0) << what;
           EXPECT_EQ(checked.kept_below, zeros ? below : 0) << what;
@@ -1504,8 +1509,8 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
       }
     }
   }
-  cu::set_tall_tiles(cu::TallTiles::Auto);
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
@@ -1524,69 +1529,71 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
     bool tf32;
     cu::Fp32Loop fp32;
     cu::Tf32Loop tf32_loop;
-    cu::RegisterB register_b;
+    cu::Choice register_b;
   };
   const std::vector<Loop> loops = {
-      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::RegisterB::Auto},
-      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, cu::Tf32Loop::Auto, cu::RegisterB::Auto},
+      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::Choice::Auto},
+      {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, cu::Tf32Loop::Auto, cu::Choice::Auto},
       {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, cu::Tf32Loop::Auto,
-       cu::RegisterB::Auto},
-      {"TF32, register-B", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::RegisterB::Always},
-      {"TF32, pipelined", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::RegisterB::Never},
-      {"TF32, mma.sync", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::MmaSync, cu::RegisterB::Auto},
+       cu::Choice::Auto},
+      {"TF32, register-B", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::Choice::Always},
+      {"TF32, pipelined", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::Choice::Never},
+      {"TF32, mma.sync", sg::kFloat32, true, cu::Fp32Loop::Auto, cu::Tf32Loop::MmaSync, cu::Choice::Auto},
   };
   std::mt19937_64 rng(67);
   for (const Loop& loop : loops) {
-    const ScopedTf32 restore_defaults_at_end(loop.tf32_loop, cu::OperandRelayout::Never);
+    const ScopedTf32 restore_defaults_at_end(loop.tf32_loop, cu::Choice::Never);
     g_tf32 = loop.tf32;
     sg::set_matmul_precision(loop.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-    cu::set_fp32_loop(loop.fp32);
-    cu::set_register_b(loop.register_b);
-    cu::set_tall_tiles(cu::TallTiles::Never);
-    cu::set_wide_tiles(cu::WideTiles::Never);
+    set_option([&](cu::GemmOptions& o) { o.fp32_loop = loop.fp32; });
+    set_option([&](cu::GemmOptions& o) { o.register_b = loop.register_b; });
+    set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Never; });
+    set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Never; });
     for (int64_t n : {1000, 520}) {
       for (bool zeros : {false, true}) {
         GemmProblem p = vouched(square(n, upper, upper, OutputMask::Upper));
         p.c_zeros_stored = zeros;
         GemmProblem planned = p;  // (run_and_compare sets the leading dimensions itself)
         planned.lda = planned.ldb = planned.ldc = n;
-        const sg::detail::cuda::GemmWorkPlan& plan = cu::structured_gemm_plan(planned, loop.dtype, 0);
+        const cu::GemmWorkPlan& plan = cu::structured_gemm_plan(planned, loop.dtype, 0);
         const std::string what = std::string(loop.name) + " (" + cu::tile_config_name(plan.config) + "), " +
                                  describe(p, loop.dtype) + (zeros ? ", C's zeros stored" : "");
-        const int64_t tall = cu::tall_launches(), wide = cu::wide_launches();
+        const int64_t tall = cu::gemm_stats().tall_launches, wide = cu::gemm_stats().wide_launches;
         const Checked checked = run_and_compare(kCuda0, p, loop.dtype, rng);
         EXPECT_LE(checked.rel_error, tolerance(loop.dtype)) << what;
         EXPECT_TRUE(checked.failure.empty()) << what << ": " << checked.failure;
-        EXPECT_EQ(cu::tall_launches() - tall, 0) << what;
-        EXPECT_EQ(cu::wide_launches() - wide, 0) << what;
+        EXPECT_EQ(cu::gemm_stats().tall_launches - tall, 0) << what;
+        EXPECT_EQ(cu::gemm_stats().wide_launches - wide, 0) << what;
         const int64_t below = entries_in_tiles_below(n, plan.tile, plan.tile);
         ASSERT_GT(below, 0) << what;
         EXPECT_EQ(checked.kept_below, zeros ? below : 0) << what;
       }
     }
-    cu::set_wide_tiles(cu::WideTiles::Auto);
+    set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
   }
 }
 
 TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThose) {
-  // An UpperTriangular product on CUDA asks the allocator for a block that an UpperTriangular tensor
-  // of its shape left with its zeros below the diagonal, untouched since (ZerosBelow); its tall and
-  // wide kernels then store no tiles of zeros there. Each step below frees one output and computes
-  // the next into the same block (the only one of its size in the cache), against float64 on the
-  // CPU, below the diagonal exactly +0 (a block wrongly trusted keeps its NaN there):
-  //  1. a freed output: taken, its zeros reused;
+  // An UpperTriangular product on CUDA takes its output from the matmul op's pool: a block an output
+  // of its shape left with its zeros below the diagonal, untouched since (ops/output_pool.h); its
+  // tall and wide kernels then store no tiles of zeros there. Each step below frees one output and
+  // computes the next, against float64 on the CPU, below the diagonal exactly +0 (a block wrongly
+  // trusted keeps its NaN there):
+  //  1. a freed output: its block taken, its zeros reused;
   //  2. viewed as Dense and overwritten with NaN through data_ptr(): not reused;
   //  3. fill_(NaN) on the output itself (a write its version counts): not reused;
-  //  4. taken by a Dense tensor in between, which fills it with NaN: not reused;
-  //  5. an output of another shape in the same block (599 in 600's size class): not reused;
-  //  6. the reuse switched off (set_output_zeros_reuse): not reused.
+  //  4. a Dense tensor of the same size: never handed a pooled block;
+  //  5. an output of another shape (599): not handed the 600 block;
+  //  6. the reuse switched off (set_upper_output_reuse): not reused.
   // Then forward + backward twice: the second round's C, dA and dB reuse the first round's blocks, and
   // each gradient is right. TF32, the tall and wide kernels forced on.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Auto);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
-  cu::set_tall_tiles(cu::TallTiles::Always);
-  cu::set_wide_tiles(cu::WideTiles::Always);
+  set_option([&](cu::GemmOptions& o) {
+    o.tall_tiles = cu::Choice::Always;
+    o.wide_tiles = cu::Choice::Always;
+  });
   const auto f32 = sg::TensorOptions().dtype(sg::kFloat32).device(kCuda0);
   auto on_cpu = [](const sg::Tensor& t) { return t.to(sg::kCPU).to(sg::kFloat64); };
   sg::manual_seed(61);
@@ -1605,41 +1612,41 @@ TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThos
   };
   auto product = [](const sg::Tensor& x, const sg::Tensor& y) { return sg::matmul(x, y); };  // Upper·Upper: Upper
   sg::cuda::synchronize(0);
-  sg::cuda::empty_cache();  // no other block of the outputs' size class in the cache
+  sg::cuda::empty_cache();  // no pooled output, no other block of the outputs' size class in the cache
   sg::Tensor c = product(u[0], u[1]);
   void* const block = c.data_ptr();
   const size_t bytes = c.nbytes();
-  // Frees c and computes x·y into its block: reused or not as `reused` says.
-  auto next = [&](const sg::Tensor& x, const sg::Tensor& y, bool reused, const std::string& what) {
+  // Frees c and computes x·y: reused or not as `reused` says (in the block under test where `same`).
+  auto next = [&](const sg::Tensor& x, const sg::Tensor& y, bool reused, bool same, const std::string& what) {
     c = sg::Tensor();
-    const int64_t before = sg::detail::outputs_with_zeros_reused();
+    const int64_t before = sg::detail::upper_outputs_reused();
     c = product(x, y);
-    EXPECT_EQ(c.data_ptr(), block) << what << ": the output did not land in the block under test";
-    EXPECT_EQ(sg::detail::outputs_with_zeros_reused() - before, reused ? 1 : 0) << what;
+    if (same) EXPECT_EQ(c.data_ptr(), block) << what << ": the output did not land in the block under test";
+    EXPECT_EQ(sg::detail::upper_outputs_reused() - before, reused ? 1 : 0) << what;
     expect_right(c, x, y, what);
   };
-  next(u[2], u[3], true, "1. a freed output");
+  next(u[2], u[3], true, true, "1. a freed output");
   {
     const sg::Tensor view = c.dense();
     sg::cuda::synchronize(0);
     ASSERT_EQ(cudaMemset(view.data_ptr(), 0xFF, bytes), cudaSuccess);  // NaN in every entry
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
-  next(u[0], u[1], false, "2. NaN written through a Dense view");
+  next(u[0], u[1], false, true, "2. NaN written through a Dense view");
   c.fill_(std::nan(""));
-  next(u[2], u[3], false, "3. fill_(NaN) on the output");
-  c = sg::Tensor();
+  next(u[2], u[3], false, true, "3. fill_(NaN) on the output");
+  next(u[0], u[1], true, true, "1 again");
+  c = sg::Tensor();  // the block back in the pool
   {
     sg::Tensor dense = sg::Tensor::empty({600, 600}, f32);
-    EXPECT_EQ(dense.data_ptr(), block) << "4. the Dense tensor did not take the block under test";
-    dense.fill_(std::nan(""));
+    sg::Tensor other = product(v[0], v[1]);
+    EXPECT_NE(dense.data_ptr(), block) << "4. a Dense tensor took the pooled block";
+    EXPECT_NE(other.data_ptr(), block) << "5. an output of 599 took the pooled block of 600";
   }
-  c = product(u[0], u[1]);  // holds its zeros again
-  ASSERT_EQ(c.data_ptr(), block);
-  next(v[0], v[1], false, "5. an output of 599 in a block of 600's");
-  sg::detail::set_output_zeros_reuse(false);
-  next(v[1], v[0], false, "6. the reuse off");
-  sg::detail::set_output_zeros_reuse(true);
+  c = sg::Tensor();
+  sg::detail::set_upper_output_reuse(false);
+  next(u[1], u[0], false, false, "6. the reuse off");
+  sg::detail::set_upper_output_reuse(true);
   c = sg::Tensor();
 
   // Forward + backward, twice.
@@ -1647,9 +1654,9 @@ TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThos
   const sg::Tensor a64 = on_cpu(u[0]), b64 = on_cpu(u[1]);
   for (int round = 0; round < 2; ++round) {
     const sg::Tensor g = sg::randn({600, 600}, f32);
-    const int64_t before = sg::detail::outputs_with_zeros_reused();
+    const int64_t before = sg::detail::upper_outputs_reused();
     sg::matmul(a, b).backward(g);
-    if (round == 1) EXPECT_EQ(sg::detail::outputs_with_zeros_reused() - before, 3) << "C, dA and dB of the second round";
+    if (round == 1) EXPECT_EQ(sg::detail::upper_outputs_reused() - before, 3) << "C, dA and dB of the second round";
     sg::Tensor x = a64.detach().requires_grad_(), y = b64.detach().requires_grad_();
     sg::matmul(x, y).backward(on_cpu(g));
     for (const auto& [ours, want, name] : {std::tuple{a.grad(), x.grad(), "dA"}, std::tuple{b.grad(), y.grad(), "dB"}}) {
@@ -1663,8 +1670,8 @@ TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThos
     a.zero_grad();
     b.zero_grad();
   }
-  cu::set_tall_tiles(cu::TallTiles::Auto);
-  cu::set_wide_tiles(cu::WideTiles::Auto);
+  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms) {
@@ -1675,7 +1682,7 @@ TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms
   // splits tiles, gives the same bits in eight launches (the chunks meet in C in either order).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Never);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   struct Case {
     GemmProblem p;
@@ -1694,16 +1701,16 @@ TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms
                                    {square(2048, upper, dense_t, OutputMask::Full), true},
                                    {square(1024, upper, dense_t, OutputMask::Full), false}};
   for (const Case& c : cases) {
-    const int64_t before = cu::wide_structured_launches();
+    const int64_t before = cu::gemm_stats().wide_structured_launches;
     SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
-    EXPECT_EQ(cu::wide_structured_launches() - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
+    EXPECT_EQ(cu::gemm_stats().wide_structured_launches - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
   }
   GemmProblem planned = da;
   planned.tf32 = true;
   ASSERT_GT(cu::tall_tile_plan(planned, sms, 128, 256).split_tiles, 0) << "dA at 4096 splits tiles";
-  const int64_t before = cu::wide_structured_launches();
+  const int64_t before = cu::gemm_stats().wide_structured_launches;
   expect_the_same_bits_each_launch(planned, rng, 8, describe(da, sg::kFloat32));
-  EXPECT_EQ(cu::wide_structured_launches() - before, 8);
+  EXPECT_EQ(cu::gemm_stats().wide_structured_launches - before, 8);
 }
 
 TEST(CudaGemmLaunch, ChainedProductsReadWhatTheKernelBeforeThemWrote) {
@@ -1715,7 +1722,7 @@ TEST(CudaGemmLaunch, ChainedProductsReadWhatTheKernelBeforeThemWrote) {
   // inputs as the device holds them; dependent launches, then ordinary ones, then dependent again,
   // with new inputs each round (so an output read too early, from the last round's memory, is wrong).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::OperandRelayout::Auto);
+  const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Auto);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
   const int64_t n = 3072;
   const auto f32 = sg::TensorOptions().dtype(sg::kFloat32).device(kCuda0);
@@ -1723,16 +1730,16 @@ TEST(CudaGemmLaunch, ChainedProductsReadWhatTheKernelBeforeThemWrote) {
   sg::manual_seed(47);
   for (bool dependent : {true, false, true}) {
     SCOPED_TRACE(dependent ? "dependent launches" : "ordinary launches");
-    cu::set_dependent_launch(dependent);
+    set_option([&](cu::GemmOptions& o) { o.dependent_launch = dependent; });
     std::vector<sg::UpperTriangular> u;
     for (int i = 0; i < 5; ++i) u.push_back(sg::UpperTriangular::randn(n, f32));
-    const int64_t tall = cu::tall_launches(), wide = cu::wide_structured_launches();
+    const int64_t tall = cu::gemm_stats().tall_launches, wide = cu::gemm_stats().wide_structured_launches;
     const sg::UpperTriangular c1 = sg::matmul(u[0], u[1]);
     const sg::UpperTriangular c2 = sg::matmul(c1, u[2]);
     const sg::Tensor y = sg::linear(c2, u[3]);
     const sg::Tensor z = sg::matmul(y, u[4]);
-    EXPECT_EQ(cu::tall_launches() - tall, 3) << "c1, c2 and z on the tall kernel";
-    EXPECT_EQ(cu::wide_structured_launches() - wide, 1) << "y on the wide kernel's structured schedule";
+    EXPECT_EQ(cu::gemm_stats().tall_launches - tall, 3) << "c1, c2 and z on the tall kernel";
+    EXPECT_EQ(cu::gemm_stats().wide_structured_launches - wide, 1) << "y on the wide kernel's structured schedule";
     const sg::Tensor c1_64 = on_cpu(c1), c2_64 = on_cpu(c2), y_64 = on_cpu(y);
     EXPECT_LE(sgtest::rel_error(c1_64.to_vector(), sg::matmul(on_cpu(u[0]), on_cpu(u[1])).to_vector()), 2e-3) << "c1";
     EXPECT_LE(sgtest::rel_error(c2_64.to_vector(), sg::matmul(c1_64, on_cpu(u[2])).to_vector()), 2e-3) << "c2";
@@ -1741,731 +1748,7 @@ TEST(CudaGemmLaunch, ChainedProductsReadWhatTheKernelBeforeThemWrote) {
   }
 }
 
-using sg::detail::cuda::GemmSchedule;
-using sg::detail::cuda::GemmWorkItem;
-using sg::detail::cuda::plan_structured_gemm;
-using sg::detail::cuda::items_with_mirror_zeros;
 
-/// Multiply-adds a plan issues, counting whole tiles (edge tiles at full size).
-double planned_macs(const GemmWorkPlan& plan) {
-  double macs = 0;
-  for (const auto& item : plan.items) macs += double(plan.tile) * plan.tile * (item.k_end - item.k_begin);
-  return macs;
-}
-
-TEST(CudaGemmPlanner, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
-  // Every tile once, its k-range in contiguous chunks; under an Upper mask whose C holds its zeros
-  // already (c_zeros_stored) the tiles wholly below the diagonal have no item, and the rest as ever.
-  auto zeros_stored = [](GemmProblem p) {
-    p.c_zeros_stored = true;
-    return p;
-  };
-  for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
-                                GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
-                                GemmTileConfig::Float32Dmma}) {
-    for (int64_t n : {1, 129, 1000, 4096})
-    for (const GemmProblem& p :
-         {square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper),
-          square(n, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full),
-          square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper),
-          zeros_stored(square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper)),
-          zeros_stored(square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper))}) {
-      const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
-      const int64_t tiles = (n + plan.tile - 1) / plan.tile;
-      // Per tile: its chunks, in k order, must tile [k_begin, k_end) of structured_k_range.
-      std::vector<std::vector<const sg::detail::cuda::GemmWorkItem*>> by_tile(static_cast<size_t>(tiles * tiles));
-      std::vector<int> counters_seen;
-      std::vector<int64_t> partial_slots_seen;
-      for (const auto& item : plan.items) by_tile[item.tile_row * tiles + item.tile_col].push_back(&item);
-      for (int64_t ti = 0; ti < tiles; ++ti) {
-        for (int64_t tj = 0; tj < tiles; ++tj) {
-          auto& chunks = by_tile[ti * tiles + tj];
-          std::sort(chunks.begin(), chunks.end(), [](auto* x, auto* y) { return x->chunk < y->chunk; });
-          const int64_t row0 = ti * plan.tile, col0 = tj * plan.tile;
-          const int64_t row1 = std::min(row0 + plan.tile, n), col1 = std::min(col0 + plan.tile, n);
-          if (p.c_zeros_stored && row0 >= col1) {
-            EXPECT_TRUE(chunks.empty()) << "tile (" << ti << ", " << tj << ") lies below the diagonal, where C holds its zeros";
-            continue;
-          }
-          ASSERT_FALSE(chunks.empty()) << "tile (" << ti << ", " << tj << ") has no item (it must write its zeros)";
-          auto range = sg::detail::structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, n);
-          if (p.mask == OutputMask::Upper && row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
-          int64_t k = range.end > range.begin ? range.begin : 0;
-          for (size_t c = 0; c < chunks.size(); ++c) {
-            ASSERT_EQ(chunks[c]->chunk, static_cast<int>(c));
-            ASSERT_EQ(chunks[c]->chunk_count, static_cast<int>(chunks.size()));
-            if (range.end <= range.begin) {
-              EXPECT_GE(chunks[c]->k_begin, chunks[c]->k_end);
-              continue;
-            }
-            EXPECT_EQ(chunks[c]->k_begin, k) << "tile (" << ti << ", " << tj << ") chunk " << c;
-            EXPECT_EQ(chunks[c]->k_begin % plan.k_step, 0);
-            k = chunks[c]->k_end;
-          }
-          if (range.end > range.begin) EXPECT_EQ(k, range.end) << "tile (" << ti << ", " << tj << ")";
-          // A split tile's chunks share one arrival counter and one run of partial slots.
-          for (const auto* chunk : chunks) {
-            EXPECT_EQ(chunk->counter_index, chunks[0]->counter_index);
-            EXPECT_EQ(chunk->partial_index, chunks[0]->partial_index);
-            if (chunks.size() > 1) {
-              EXPECT_GE(chunk->counter_index, 0);
-              counters_seen.push_back(chunk->counter_index);
-              for (int c = 0; c < chunk->chunk_count; ++c) partial_slots_seen.push_back(chunk->partial_index + c);
-            } else {
-              EXPECT_EQ(chunk->counter_index, -1);
-            }
-          }
-        }
-      }
-      // Distinct tiles never share a counter or a partial slot; the plan's totals match.
-      std::sort(counters_seen.begin(), counters_seen.end());
-      counters_seen.erase(std::unique(counters_seen.begin(), counters_seen.end()), counters_seen.end());
-      EXPECT_EQ(static_cast<int>(counters_seen.size()), plan.split_tiles);
-      std::sort(partial_slots_seen.begin(), partial_slots_seen.end());
-      partial_slots_seen.erase(std::unique(partial_slots_seen.begin(), partial_slots_seen.end()),
-                               partial_slots_seen.end());
-      EXPECT_EQ(static_cast<int64_t>(partial_slots_seen.size()), plan.partial_tiles);
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, PlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZerosAndKeepTheDeal) {
-  // c_zeros_stored under an Upper mask: the plan is the one made without it, in the same order and
-  // with the same splits, counters and partial slots, less the items of the tiles wholly below the
-  // diagonal (of which there are some wherever the grid has more than one tile row).
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
-                                GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
-                                GemmTileConfig::Float32Dmma}) {
-    for (int64_t n : {129, 1000, 2048, 4096}) {
-      for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, dense_t, OutputMask::Upper)}) {
-        const std::string what = std::string(sg::detail::cuda::tile_config_name(config)) + ", " + describe(p, sg::kFloat32);
-        const GemmWorkPlan plain = plan_structured_gemm(p, config, 132 * 2, 2);
-        p.c_zeros_stored = true;
-        const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
-        auto key = [](const sg::detail::cuda::GemmWorkItem& t) {
-          return std::tuple{t.tile_row, t.tile_col, t.k_begin, t.k_end, t.chunk, t.chunk_count, t.counter_index,
-                            t.partial_index};
-        };
-        std::vector<decltype(key(plain.items[0]))> kept, got;
-        int64_t left_out = 0;
-        for (const auto& t : plain.items) {
-          if (int64_t(t.tile_row) * plain.tile >= std::min<int64_t>(int64_t(t.tile_col + 1) * plain.tile, n)) {
-            EXPECT_GE(t.k_begin, t.k_end) << what;
-            ++left_out;
-          } else {
-            kept.push_back(key(t));
-          }
-        }
-        for (const auto& t : plan.items) got.push_back(key(t));
-        EXPECT_EQ(got, kept) << what;
-        EXPECT_GT(left_out, 0) << what;
-        EXPECT_EQ(plan.split_tiles, plain.split_tiles) << what;
-        EXPECT_EQ(plan.partial_tiles, plain.partial_tiles) << what;
-      }
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, WideItemsCoverTheOutputOnceInGroupsOfSixteenRows) {
-  // The wide kernel's items: 128 × 256 tiles, each over [0, k), in groups of 16 tile rows taken
-  // column by column (within a group, down each column, then the next column) — except that a
-  // tile wholly below the diagonal is left out under a Symmetric mask (the mirror writes it) and
-  // has an empty range under an Upper mask (it writes zeros). Every entry the mask writes lies
-  // in exactly one item. 2500 (20 tile rows: a group of 16 and one of 4), 4000 and 8192 have
-  // several groups.
-  for (int64_t n : {1, 129, 300, 640, 2500, 4000, 8192}) {
-    for (OutputMask mask : {OutputMask::Full, OutputMask::Upper, OutputMask::Symmetric}) {
-      GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
-      p.k = 77;
-      if (mask == OutputMask::Full) p.n = n + 300;  // rectangular
-      const std::vector<GemmWorkItem> items = sg::detail::cuda::wide_tile_items(p);
-      const int64_t rows = (p.m + 127) / 128, cols = (p.n + 255) / 256;
-      std::vector<int> covered(static_cast<size_t>(rows * cols), 0);
-      int64_t last = -1;
-      for (const GemmWorkItem& item : items) {
-        ASSERT_GE(item.tile_row, 0);
-        ASSERT_LT(item.tile_row, rows);
-        ASSERT_GE(item.tile_col, 0);
-        ASSERT_LT(item.tile_col, cols);
-        const int64_t index = item.tile_row * cols + item.tile_col;
-        const int64_t group0 = item.tile_row / 16 * 16, group_rows = std::min<int64_t>(16, rows - group0);
-        const int64_t position = group0 * cols + item.tile_col * group_rows + (item.tile_row - group0);
-        EXPECT_GT(position, last) << "groups of 16 rows, column by column: tile (" << item.tile_row << ", "
-                                  << item.tile_col << "), n = " << n;
-        last = position;
-        ++covered[static_cast<size_t>(index)];
-        const bool below = item.tile_row * 128 > std::min<int64_t>(p.n, (item.tile_col + 1) * 256) - 1;
-        EXPECT_EQ(item.k_begin, 0);
-        EXPECT_EQ(item.k_end, below && mask == OutputMask::Upper ? 0 : p.k)
-            << "tile (" << item.tile_row << ", " << item.tile_col << ")";
-        EXPECT_EQ(item.chunk_count, 1);
-        EXPECT_FALSE(below && mask == OutputMask::Symmetric);
-      }
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) {
-          const bool below = i * 128 > std::min<int64_t>(p.n, (j + 1) * 256) - 1;
-          EXPECT_EQ(covered[static_cast<size_t>(i * cols + j)], below && mask == OutputMask::Symmetric ? 0 : 1)
-              << "n = " << n << ", mask " << mask_name(mask) << ", tile (" << i << ", " << j << ")";
-        }
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, WidePlansCutTheLastRoundsTilesOnceAndDealTheirTails) {
-  // wide_tile_plan on 132 blocks. Without a split, block b runs tiles b, b + 132, … of
-  // wide_tile_items. With one, every block runs its tiles of the whole rounds in the same way; then
-  // each tile of the part-empty last round is cut once, at the same k for all (a multiple of 32):
-  // block b runs the head of that round's tile b, and the tails go to the blocks without a tile
-  // there, dealt in turn. Each tile covers [0, k) exactly once, as one item or as two chunks in two
-  // blocks that share an arrival counter. Auto splits where the model gains 2 % and no block gets
-  // more than two tails: 8192 (2048 tiles: 15.5 rounds, two tails at most), 3072 (288: one), not
-  // 4096 (512 tiles: 3.9 rounds, but 116 tails for 16 blocks; Always splits it), not 2048 (128
-  // tiles, one round), not where the rounds are full (4096 on 128 blocks), not under an Upper mask
-  // (tiles of zeros) even when forced. 21120 × 300 with k = 300: an odd last k-step, two tile
-  // columns.
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  struct Case {
-    GemmProblem p;
-    int sms;
-    bool auto_splits, can_split;
-  };
-  auto product = [&](int64_t m, int64_t n, int64_t k, OutputMask mask) {
-    GemmProblem p = square(m, dense, dense_t, mask);
-    p.n = n;
-    p.k = k;
-    return p;
-  };
-  const std::vector<Case> cases = {
-      {product(4096, 4096, 4096, OutputMask::Full), 132, false, true},
-      {product(8192, 8192, 8192, OutputMask::Full), 132, true, true},
-      {product(3072, 3072, 3072, OutputMask::Full), 132, true, true},
-      {product(2048, 2048, 2048, OutputMask::Full), 132, false, false},
-      {product(4096, 4096, 4096, OutputMask::Full), 128, false, false},
-      {product(4096, 4096, 4096, OutputMask::Upper), 132, false, false},
-      {product(4096, 4096, 4096, OutputMask::Symmetric), 132, true, true},  // 272 tiles on or above the diagonal
-      {product(128 * 165, 300, 300, OutputMask::Full), 132, true, true},
-  };
-  for (const Case& c : cases) {
-    const std::vector<GemmWorkItem> tiles = cu::wide_tile_items(c.p);
-    const int64_t count = static_cast<int64_t>(tiles.size());
-    const int blocks = static_cast<int>(std::min<int64_t>(count, c.sms));
-    const int64_t rounds = count / blocks, rest = count % blocks;
-    for (cu::WideSplit mode : {cu::WideSplit::Never, cu::WideSplit::Auto, cu::WideSplit::Always}) {
-      const cu::WidePlan plan = cu::wide_tile_plan(c.p, c.sms, mode);
-      const std::string what = describe(c.p, sg::kFloat32) + " on " + std::to_string(c.sms) + " blocks, split " +
-                               std::to_string(int(mode));
-      const bool split = mode == cu::WideSplit::Always ? c.can_split : mode == cu::WideSplit::Auto && c.auto_splits;
-      EXPECT_EQ(plan.split_tiles, split ? rest : 0) << what;
-      ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(blocks) + 1) << what;
-      EXPECT_EQ(plan.offsets.front(), 0) << what;
-      EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
-      const int64_t whole_tiles = split ? rounds * blocks : count;
-      std::map<std::pair<int, int>, std::vector<std::pair<int, GemmWorkItem>>> by_tile;  // (block, chunk)
-      std::set<int32_t> cuts;
-      double makespan = 0;
-      for (int b = 0; b < blocks; ++b) {
-        ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
-        int64_t whole = 0;
-        double load = 0;
-        for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
-          const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
-          load += static_cast<double>((item.k_end - item.k_begin + 31) / 32) + 3.0;
-          const int64_t tile = b + whole * blocks;  // the tile this block's next whole item must be
-          if (tile < whole_tiles) {
-            ASSERT_EQ(item.tile_row, tiles[static_cast<size_t>(tile)].tile_row) << what << ", block " << b;
-            ASSERT_EQ(item.tile_col, tiles[static_cast<size_t>(tile)].tile_col) << what << ", block " << b;
-            EXPECT_EQ(item.chunk_count, 1) << what;
-            ++whole;
-          } else {
-            ASSERT_EQ(item.chunk_count, 2) << what << ", block " << b;
-            // Heads in the blocks with a tile in the last round (its own), tails in the others.
-            EXPECT_EQ(item.chunk, b < rest ? 0 : 1) << what << ", block " << b;
-            if (item.chunk == 0) {
-              EXPECT_EQ(item.tile_row, tiles[static_cast<size_t>(tile)].tile_row) << what << ", block " << b;
-              EXPECT_EQ(item.tile_col, tiles[static_cast<size_t>(tile)].tile_col) << what << ", block " << b;
-              cuts.insert(item.k_end);
-            }
-          }
-          by_tile[{item.tile_row, item.tile_col}].push_back({b, item});
-        }
-        EXPECT_EQ(whole, whole_tiles / blocks + (b < whole_tiles % blocks ? 1 : 0)) << what << ", block " << b;
-        makespan = std::max(makespan, load);
-      }
-      EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
-      if (split) {
-        EXPECT_EQ(cuts.size(), 1u) << what << ": the heads end at one k";
-        EXPECT_LT(plan.makespan, plan.unsplit_makespan) << what;
-        if (mode == cu::WideSplit::Auto) EXPECT_LE(plan.makespan, 0.98 * plan.unsplit_makespan) << what;
-      }
-      ASSERT_EQ(by_tile.size(), tiles.size()) << what;
-      std::set<int> counters;
-      for (const GemmWorkItem& tile : tiles) {
-        auto chunks = by_tile[{tile.tile_row, tile.tile_col}];
-        std::sort(chunks.begin(), chunks.end(),
-                  [](const auto& x, const auto& y) { return x.second.k_begin < y.second.k_begin; });
-        ASSERT_TRUE(chunks.size() == 1 || chunks.size() == 2) << what;
-        EXPECT_EQ(chunks.front().second.k_begin, tile.k_begin) << what;
-        EXPECT_EQ(chunks.back().second.k_end, tile.k_end) << what;
-        if (chunks.size() == 1) {
-          EXPECT_EQ(chunks[0].second.chunk_count, 1) << what;
-          continue;
-        }
-        const GemmWorkItem &head = chunks[0].second, &tail = chunks[1].second;
-        EXPECT_NE(chunks[0].first, chunks[1].first) << what << ": both chunks in one block";
-        EXPECT_EQ(head.chunk, 0) << what;
-        EXPECT_EQ(tail.chunk, 1) << what;
-        EXPECT_EQ(head.k_end, tail.k_begin) << what;
-        EXPECT_LT(head.k_begin, head.k_end) << what;
-        EXPECT_LT(tail.k_begin, tail.k_end) << what;
-        EXPECT_EQ((head.k_end - tile.k_begin) % 32, 0) << what;
-        EXPECT_EQ(head.counter_index, tail.counter_index) << what;
-        EXPECT_TRUE(head.counter_index >= 0 && head.counter_index < plan.split_tiles) << what;
-        EXPECT_TRUE(counters.insert(head.counter_index).second) << what << ": a counter twice";
-      }
-      EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, FewEqualTilesAreSplitEvenlyIntoOneWave) {
-  // Sym·Dense at N = 1024 on 128 tiles: 64 equal tiles for 264 slots. The guided split left 332
-  // items (a ragged second wave); the even split cuts every tile into 4 chunks: 256 items, one
-  // wave, and a shorter modelled makespan.
-  const GemmProblem p = square(1024, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full);
-  const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2);
-  EXPECT_EQ(plan.items.size(), 256u) << plan.summary();
-  for (const auto& item : plan.items) EXPECT_EQ(item.chunk_count, 4);
-  EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.95) << plan.summary();
-  // Without the split candidates (heaviest-first schedule) the same tiles run unsplit.
-  const GemmWorkPlan unsplit =
-      plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2, GemmSchedule::HeaviestFirst);
-  EXPECT_EQ(unsplit.items.size(), 64u);
-  EXPECT_LT(plan.estimated_cycles, unsplit.estimated_cycles);
-}
-
-/// A plan's k-steps: all of its items' together, and its longest item's.
-std::pair<int64_t, int64_t> plan_steps(const GemmWorkPlan& plan) {
-  int64_t total_steps = 0, longest = 0;
-  for (const auto& item : plan.items) {
-    const int64_t steps = (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step;
-    total_steps += std::max<int64_t>(steps, 0);
-    longest = std::max(longest, steps);
-  }
-  return {total_steps, longest};
-}
-
-TEST(CudaGemmPlanner, WgmmaPlansRunTilesInSharedPanelOrderAndSplitTheLateOnes) {
-  // The wgmma plans (split_late_tiles): tiles by first k (a row's tiles of Upper·Upper's forward
-  // start at the same k of A's row panel), heaviest first among equal first k, the empty tiles
-  // last; a split tile's chunks together at its place, in k order, covering its k-range once.
-  // Forward, dA = triu(G·Bᵀ), dB = triu(Aᵀ·G) (both k-major) and Dense·Upper, at 2048 and 4096.
-  const Variant upper{OperandKind::Upper, false}, upper_t{OperandKind::Upper, true};
-  const Variant lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
-  for (int64_t n : {2048, 4096}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper_t, OutputMask::Upper),
-                                 square(n, lower_t, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full)}) {
-      const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
-      const std::string what = describe(p, sg::kFloat32) + ": " + plan.summary();
-      struct Tile {
-        int first_k, k_end, steps;
-        bool empty;
-      };
-      std::vector<Tile> order;  // the tiles in item order
-      std::map<std::pair<int, int>, int> seen;
-      for (size_t i = 0; i < plan.items.size(); ++i) {
-        const GemmWorkItem& item = plan.items[i];
-        if (item.chunk > 0) {  // follows the tile's previous chunk, where it ended
-          ASSERT_GT(i, 0u) << what;
-          const GemmWorkItem& prev = plan.items[i - 1];
-          ASSERT_TRUE(prev.tile_row == item.tile_row && prev.tile_col == item.tile_col && prev.chunk + 1 == item.chunk &&
-                      prev.k_end == item.k_begin && prev.chunk_count == item.chunk_count)
-              << what << ", item " << i;
-          order.back().k_end = item.k_end;
-          order.back().steps += (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step;
-          continue;
-        }
-        ASSERT_EQ((++seen[{item.tile_row, item.tile_col}]), 1) << what << ", item " << i;
-        order.push_back({item.k_begin, item.k_end, (item.k_end - item.k_begin + plan.k_step - 1) / plan.k_step,
-                         item.k_end <= item.k_begin});
-      }
-      ASSERT_EQ(order.size(), static_cast<size_t>((n / 128) * (n / 128))) << what;  // every tile once
-      for (size_t i = 1; i < order.size(); ++i) {
-        const Tile &prev = order[i - 1], &cur = order[i];
-        if (cur.empty) continue;
-        ASSERT_FALSE(prev.empty) << what << ", tile " << i << " after an empty one";
-        EXPECT_LE(prev.first_k, cur.first_k) << what << ", tile " << i;
-        if (prev.first_k == cur.first_k) EXPECT_GE(prev.steps, cur.steps) << what << ", tile " << i;
-      }
-    }
-  }
-  // Upper·Upper's forward at 4096: in that order its long tiles of the middle rows would start
-  // late and set the makespan; the split brings the model's makespan well under the unsplit one.
-  // At 8192 the unsplit order is within 2 % of the mean load already: nothing is split.
-  const GemmProblem fwd = square(4096, upper, upper, OutputMask::Upper);
-  const GemmWorkPlan plan = plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
-  const GemmWorkPlan whole =
-      plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2, GemmSchedule::HeaviestFirst);
-  EXPECT_GT(plan.split_tiles, 0) << plan.summary();
-  EXPECT_EQ(whole.split_tiles, 0) << whole.summary();
-  EXPECT_LT(plan.estimated_cycles, 0.9 * whole.estimated_cycles) << plan.summary() << " against " << whole.summary();
-  EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.9) << plan.summary();
-  EXPECT_EQ(plan_structured_gemm(square(8192, upper, upper, OutputMask::Upper), GemmTileConfig::Float32Tf32Wgmma,
-                                 132 * 2, 2)
-                .split_tiles,
-            0);
-}
-
-TEST(CudaGemmPlanner, MirrorZerosDropTheTilesBelowTheDiagonal) {
-  // items_with_mirror_zeros: the plan's items in the plan's order without the tiles below the
-  // diagonal (each of them empty), and the first chunk of every tile above it marked to write its
-  // mirror's zeros, so each tile below is written exactly once. Upper·Upper's forward, dA and dB,
-  // with edge tiles (300, 1000) and split tiles (4096); a mask other than Upper is refused.
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
-  for (int64_t n : {300, 1000, 4096}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, lower_t, OutputMask::Upper),
-                                 square(n, lower_t, upper, OutputMask::Upper)}) {
-      const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
-      const std::vector<GemmWorkItem> items = items_with_mirror_zeros(p, plan);
-      const std::string what = describe(p, sg::kFloat32) + ": " + plan.summary();
-      std::vector<GemmWorkItem> kept;
-      std::set<std::pair<int, int>> below;
-      for (const GemmWorkItem& item : plan.items) {
-        if (item.tile_row > item.tile_col) {
-          EXPECT_GE(item.k_begin, item.k_end) << what;
-          below.insert({item.tile_row, item.tile_col});
-        } else {
-          kept.push_back(item);
-        }
-      }
-      ASSERT_EQ(items.size(), kept.size()) << what;
-      std::set<std::pair<int, int>> mirrored;
-      for (size_t i = 0; i < items.size(); ++i) {
-        const GemmWorkItem &item = items[i], &same = kept[i];
-        ASSERT_TRUE(item.tile_row == same.tile_row && item.tile_col == same.tile_col && item.k_begin == same.k_begin &&
-                    item.k_end == same.k_end && item.chunk == same.chunk && item.chunk_count == same.chunk_count &&
-                    item.counter_index == same.counter_index && item.partial_index == same.partial_index)
-            << what << ", item " << i;
-        EXPECT_EQ(item.mirror_zeros != 0, item.tile_row < item.tile_col && item.chunk == 0) << what << ", item " << i;
-        if (item.mirror_zeros) EXPECT_TRUE(mirrored.insert({item.tile_col, item.tile_row}).second) << what;
-      }
-      const int64_t tiles = (n + 127) / 128;
-      EXPECT_EQ(below.size(), static_cast<size_t>(tiles * (tiles - 1) / 2)) << what;
-      EXPECT_EQ(mirrored, below) << what;
-    }
-  }
-  const GemmProblem full = square(300, dense, upper, OutputMask::Full);
-  const GemmWorkPlan plan = plan_structured_gemm(full, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
-  EXPECT_THROW(items_with_mirror_zeros(full, plan), sg::Error);
-}
-
-TEST(CudaGemmPlanner, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
-  // tall_tile_plan: offsets for every block, each block's tiles of zeros first, every 256 × 128
-  // tile exactly once (or as two chunks that cover its k-range, each once, with one arrival counter
-  // per split tile), with the k-range of structured_k_range (empty where it lies below an Upper
-  // mask's diagonal), and the modelled makespan: never over the unsplit heaviest-first deal's, and
-  // at 4096 within one item of the mean load; Upper·Upper's longest tile, which alone would set the
-  // makespan, split. The same with 128 × 256 tiles for the wide kernel's structured products (dA =
-  // triu(G·Bᵀ), Dense·Lowerᵀ, Upper·Dᵀ), whose dA at 4096 splits tiles too.
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
-  const Variant lower_t{OperandKind::Lower, true}, dense_t{OperandKind::Dense, true};
-  const std::vector<std::pair<int, int>> tiles = {{256, 128}, {128, 256}};  // tall, then wide
-  for (const auto& [tile_rows, tile_cols] : tiles) {
-    const bool wide = tile_rows == 128;
-    for (int64_t n : {300, 1000, 4096}) {
-      const std::vector<GemmProblem> products =
-          wide ? std::vector<GemmProblem>{square(n, upper, lower_t, OutputMask::Upper),
-                                          square(n, dense, lower_t, OutputMask::Full),
-                                          square(n, upper, dense_t, OutputMask::Full)}
-               : std::vector<GemmProblem>{square(n, upper, upper, OutputMask::Upper),
-                                          square(n, dense, upper, OutputMask::Full),
-                                          square(n, lower, upper, OutputMask::Full)};
-      for (const GemmProblem& p : products) {
-        const int sms = 132;
-        const cu::TallPlan plan = cu::tall_tile_plan(p, sms, tile_rows, tile_cols);
-        const cu::TallCosts& costs = cu::tall_costs(tile_rows, tile_cols);
-        const std::string what = describe(p, sg::kFloat32);
-        ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
-        EXPECT_EQ(plan.offsets.front(), 0) << what;
-        EXPECT_EQ(plan.offsets.back(), static_cast<int32_t>(plan.items.size())) << what;
-        std::map<std::pair<int, int>, std::vector<GemmWorkItem>> by_tile;
-        std::set<int> counters;
-        int64_t computed = 0;
-        double makespan = 0;
-        std::vector<double> loads;      // each block's model load without its tiles of zeros
-        std::vector<int> zero_counts;   // and its count of them
-        for (int b = 0; b < sms; ++b) {
-          ASSERT_LE(plan.offsets[b], plan.offsets[b + 1]) << what;
-          bool computing = false;
-          double load = 0;
-          zero_counts.push_back(0);
-          for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
-            const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
-            const bool zeros = item.k_begin >= item.k_end;
-            EXPECT_FALSE(zeros && computing) << what << ": block " << b << " has a tile of zeros after a computed one";
-            computing = computing || !zeros;
-            zero_counts.back() += zeros ? 1 : 0;
-            if (!zeros) load += (item.k_end - item.k_begin + 31) / 32 + costs.item + (item.chunk_count > 1 ? costs.chunk : 0.0);
-            auto& chunks = by_tile[{item.tile_row, item.tile_col}];
-            if (item.chunk_count == 1) {
-              EXPECT_TRUE(chunks.empty()) << what << ": a tile twice";
-              computed += zeros ? 0 : 1;
-            } else {
-              EXPECT_EQ(item.chunk_count, 2) << what;
-              EXPECT_FALSE(zeros) << what;
-              EXPECT_TRUE(item.counter_index >= 0 && item.counter_index < plan.split_tiles) << what;
-              if (item.chunk == 0) {
-                ++computed;
-                EXPECT_TRUE(counters.insert(item.counter_index).second) << what << ": a counter twice";
-              }
-            }
-            chunks.push_back(item);
-          }
-          makespan = std::max(makespan, load);
-          loads.push_back(load);
-        }
-        // The tiles of zeros went one by one to the least loaded block (costs.zero each, ties: the lowest index).
-        std::vector<int> expected_zeros(static_cast<size_t>(sms), 0);
-        for (int z = 0; z < std::accumulate(zero_counts.begin(), zero_counts.end(), 0); ++z) {
-          const size_t b = static_cast<size_t>(std::min_element(loads.begin(), loads.end()) - loads.begin());
-          ++expected_zeros[b];
-          loads[b] += costs.zero;
-        }
-        EXPECT_EQ(zero_counts, expected_zeros) << what;
-        EXPECT_EQ(computed, plan.compute_tiles) << what;
-        EXPECT_EQ(counters.size(), static_cast<size_t>(plan.split_tiles)) << what;
-        EXPECT_DOUBLE_EQ(makespan, plan.makespan) << what;
-        const int64_t rows = (n + tile_rows - 1) / tile_rows, cols = (n + tile_cols - 1) / tile_cols;
-        ASSERT_EQ(by_tile.size(), static_cast<size_t>(rows * cols)) << what;
-        int64_t longest = 0;
-        for (auto& [tile, chunks] : by_tile) {
-          const int64_t row0 = tile_rows * int64_t(tile.first), col0 = tile_cols * int64_t(tile.second);
-          const sg::detail::KRange range = p.mask == OutputMask::Upper && row0 >= std::min(col0 + tile_cols, n)
-                                               ? sg::detail::KRange{0, 0}
-                                               : sg::detail::structured_k_range(p.a.kind, p.b.kind, row0,
-                                                                                std::min(row0 + tile_rows, n), col0,
-                                                                                std::min(col0 + tile_cols, n), p.k);
-          if (range.end <= range.begin) {
-            ASSERT_EQ(chunks.size(), 1u) << what;
-            EXPECT_GE(chunks[0].k_begin, chunks[0].k_end) << what;
-            continue;
-          }
-          std::sort(chunks.begin(), chunks.end(),
-                    [](const GemmWorkItem& x, const GemmWorkItem& y) { return x.chunk < y.chunk; });
-          ASSERT_EQ(chunks.size(), static_cast<size_t>(chunks[0].chunk_count)) << what;
-          EXPECT_EQ(chunks.front().k_begin, range.begin) << what;
-          EXPECT_EQ(chunks.back().k_end, range.end) << what;
-          for (size_t c = 0; c < chunks.size(); ++c) {
-            EXPECT_EQ(chunks[c].chunk, static_cast<int32_t>(c)) << what;
-            EXPECT_LT(chunks[c].k_begin, chunks[c].k_end) << what;
-            EXPECT_EQ(chunks[c].k_begin % 32, 0) << what;
-            if (c > 0) {
-              EXPECT_EQ(chunks[c].k_begin, chunks[c - 1].k_end) << what;
-              EXPECT_EQ(chunks[c].counter_index, chunks[0].counter_index) << what;
-            }
-          }
-          longest = std::max<int64_t>(longest, (range.end - range.begin + 31) / 32);
-        }
-        EXPECT_LE(plan.makespan, longest + costs.item + std::max(plan.mean_load, 0.0) + 1e-9) << what;
-        if (n == 4096) {
-          EXPECT_GE(plan.makespan, plan.mean_load) << what;
-          EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + costs.item + costs.chunk) << what;
-          if (p.a.kind == OperandKind::Upper && p.b.kind != OperandKind::Dense) {
-            EXPECT_GT(plan.split_tiles, 0) << what;
-            EXPECT_LT(plan.makespan, longest + costs.item) << what;  // the longest tile no longer alone sets it
-          }
-        }
-      }
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, TallPlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZeros) {
-  // GemmProblem::c_zeros_stored: the tall and wide plans (256 × 128 and 128 × 256 tiles) of Upper·Upper
-  // and of dA's shape under the Upper mask have the same items with a k-range as without it, the
-  // same makespan, and no tile of zeros wholly below the diagonal; the tiles of zeros the diagonal
-  // does not keep clear of (none here) would stay. Items above the diagonal with no k-range (Upper A
-  // times a Dense B with k cut short: rows past k) stay too.
-  const int sms = 132;
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
-  for (int64_t n : {1000, 4096}) {
-    for (const auto& [rows, cols] : {std::pair{256, 128}, std::pair{128, 256}}) {
-      GemmProblem short_k = square(n, upper, dense, OutputMask::Upper);
-      short_k.k = n / 2;
-      for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, upper, lower_t, OutputMask::Upper), short_k}) {
-        const std::string what = describe(p, sg::kFloat32) + " in tiles of " + std::to_string(rows) + " x " + std::to_string(cols);
-        const cu::TallPlan plain = cu::tall_tile_plan(p, sms, rows, cols);
-        p.c_zeros_stored = true;
-        const cu::TallPlan plan = cu::tall_tile_plan(p, sms, rows, cols);
-        EXPECT_EQ(plan.compute_tiles, plain.compute_tiles) << what;
-        EXPECT_EQ(plan.makespan, plain.makespan) << what;
-        auto split = [&](const cu::TallPlan& q, std::multiset<std::tuple<int, int, int, int>>& computed,
-                         std::set<std::pair<int, int>>& zeros) {
-          for (const GemmWorkItem& t : q.items) {
-            if (t.k_end > t.k_begin) computed.insert({t.tile_row, t.tile_col, t.k_begin, t.k_end});
-            else zeros.insert({t.tile_row, t.tile_col});
-          }
-        };
-        std::multiset<std::tuple<int, int, int, int>> computed, plain_computed;
-        std::set<std::pair<int, int>> zeros, plain_zeros;
-        split(plan, computed, zeros);
-        split(plain, plain_computed, plain_zeros);
-        EXPECT_EQ(computed, plain_computed) << what;
-        int64_t below = 0;
-        for (const auto& [i, j] : plain_zeros) {
-          const bool wholly_below = int64_t(i) * rows >= std::min<int64_t>(int64_t(j + 1) * cols, p.n);
-          below += wholly_below;
-          EXPECT_EQ(zeros.count({i, j}), wholly_below ? 0u : 1u) << what << ": tile (" << i << ", " << j << ")";
-        }
-        EXPECT_EQ(zeros.size() + below, plain_zeros.size()) << what;
-        EXPECT_GT(below, 0) << what;
-      }
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, TallPlansWriteEveryStepOfAOnceFromAnItemThatReadsIt) {
-  // Where the tall kernel writes op(A)ᵀ (GemmProblem::at_buffer), each item writes the k-steps of A
-  // in its run (TallPlan::transposed_writes): the runs lie within the items' k-ranges, and over a
-  // tile row (whose items share A's steps) every step that the row's items read is written exactly
-  // once. In the writing plan (write_cost kTallCosts.write) the runs follow the tiles' lengths, and
-  // the deal counts them: at 3072, 4096 and 8192 its modelled makespan (writes included) is below that of the plain
-  // deal with the columns' rule (each step written by the tile whose columns hold its k, the rule the
-  // runs replaced: at 4096 one block wrote 20 steps against a mean of 8.2) and below that of the plain
-  // deal with the runs counted (the runs alone): with kTallCosts, 77 against 78 and 83.5 at 3072, 141
-  // against 148 and 149.5 at 4096, 850 against 858 and 851.5 at 8192.
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false};
-  for (int64_t n : {300, 1000, 3072, 4096, 8192}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full),
-                                 square(n, upper, dense, OutputMask::Full), square(n, dense, dense, OutputMask::Full)}) {
-      for (double write_cost : {0.0, cu::kTallCosts.write}) {
-        const int sms = 132;
-        const cu::TallPlan plan = cu::tall_tile_plan(p, sms, 256, 128, write_cost);
-        const std::string what = describe(p, sg::kFloat32) + ", write cost " + std::to_string(write_cost);
-        ASSERT_EQ(plan.transposed_writes.size(), plan.items.size()) << what;
-        std::map<int, std::map<int, int>> read, written;  // tile row → k-step → count
-        for (int b = 0; b < sms; ++b) {
-          for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
-            const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
-            const cu::KRun run = plan.transposed_writes[static_cast<size_t>(i)];
-            EXPECT_LE(run.begin, run.end) << what;
-            if (run.begin < run.end) {
-              EXPECT_GE(run.begin, item.k_begin) << what;
-              EXPECT_LE(run.end, item.k_end) << what;
-            }
-            for (int k = item.k_begin; k < item.k_end; k += 32) {
-              read[item.tile_row][k] = 1;
-              if (k >= run.begin && k < run.end) ++written[item.tile_row][k];
-            }
-          }
-        }
-        EXPECT_EQ(written.size(), read.size()) << what;
-        for (const auto& [row, steps] : read)
-          for (const auto& [k, one] : steps) EXPECT_EQ(written[row][k], one) << what << ": tile row " << row << ", k " << k;
-        if (n >= 3072 && p.a.kind == OperandKind::Upper && p.b.kind == OperandKind::Upper && write_cost > 0) {
-          const cu::TallPlan plain = cu::tall_tile_plan(p, sms, 256, 128);
-          // The plain deal's makespan with the columns' rule's writes counted, and with its own runs'.
-          double columns_rule = 0, plain_runs = 0;
-          for (int b = 0; b < sms; ++b) {
-            double load = 0, writes_by_columns = 0, writes_by_runs = 0;
-            for (int i = plain.offsets[b]; i < plain.offsets[b + 1]; ++i) {
-              const GemmWorkItem& item = plain.items[static_cast<size_t>(i)];
-              const cu::KRun run = plain.transposed_writes[static_cast<size_t>(i)];
-              if (item.k_begin >= item.k_end) continue;
-              load += (item.k_end - item.k_begin + 31) / 32 + cu::kTallCosts.item + (item.chunk_count > 1 ? cu::kTallCosts.chunk : 0.0);
-              for (int k = item.k_begin; k < item.k_end; k += 32) {
-                writes_by_columns += k >= 128 * item.tile_col && k < 128 * item.tile_col + 128 ? 1 : 0;
-                writes_by_runs += k >= run.begin && k < run.end ? 1 : 0;
-              }
-            }
-            columns_rule = std::max(columns_rule, load + write_cost * writes_by_columns);
-            plain_runs = std::max(plain_runs, load + write_cost * writes_by_runs);
-          }
-          double makespan = 0;  // the writing plan's, its runs' writes counted
-          for (int b = 0; b < sms; ++b) {
-            double load = 0;
-            for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
-              const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
-              const cu::KRun run = plan.transposed_writes[static_cast<size_t>(i)];
-              if (item.k_begin >= item.k_end) continue;
-              load += (item.k_end - item.k_begin + 31) / 32 + cu::kTallCosts.item + (item.chunk_count > 1 ? cu::kTallCosts.chunk : 0.0);
-              load += write_cost * ((run.end - run.begin + 31) / 32);
-            }
-            makespan = std::max(makespan, load);
-          }
-          EXPECT_DOUBLE_EQ(plan.makespan, makespan) << what;
-          EXPECT_LT(makespan, columns_rule) << what;
-          EXPECT_LT(makespan, plain_runs) << what;
-        }
-      }
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, TallPlansDealTheTilesInSharedPanelOrder) {
-  // tall_tile_plan deals the tiles by their first k, heaviest first among equal first k: along each
-  // block's list the first k of the items' tiles (a chunk's: its tile's) never falls, so the blocks
-  // start together the tiles that read one operand panel from the same k. Upper·Upper's tile (i, j)
-  // runs from k = 256i: at 4096 on 132 blocks the blocks' first items come from tile rows 0 … 4
-  // (32 + 30 + 28 + 26 + 24 tiles), which share five panels of A.
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
-  for (const GemmProblem& p :
-       {square(4096, upper, upper, OutputMask::Upper), square(3072, upper, upper, OutputMask::Upper),
-        square(2048, upper, upper, OutputMask::Upper), square(4096, dense, upper, OutputMask::Full),
-        square(2048, upper, dense, OutputMask::Full), square(1000, lower, upper, OutputMask::Full)}) {
-    const int sms = 132;
-    const cu::TallPlan plan = cu::tall_tile_plan(p, sms);
-    const std::string what = describe(p, sg::kFloat32);
-    ASSERT_EQ(plan.offsets.size(), static_cast<size_t>(sms) + 1) << what;
-    std::set<int> first_rows;
-    for (int b = 0; b < sms; ++b) {
-      int64_t last_first_k = -1;
-      bool first = true;
-      for (int i = plan.offsets[b]; i < plan.offsets[b + 1]; ++i) {
-        const GemmWorkItem& item = plan.items[static_cast<size_t>(i)];
-        if (item.k_begin >= item.k_end) continue;  // a tile of zeros
-        const int64_t row0 = 256 * int64_t(item.tile_row), col0 = 128 * int64_t(item.tile_col);
-        const sg::detail::KRange tile = sg::detail::structured_k_range(
-            p.a.kind, p.b.kind, row0, std::min(row0 + 256, p.m), col0, std::min(col0 + 128, p.n), p.k);
-        EXPECT_GE(tile.begin, last_first_k) << what << ": block " << b << ", item " << i;
-        last_first_k = tile.begin;
-        if (first) first_rows.insert(item.tile_row);
-        first = false;
-      }
-    }
-    if (p.m == 4096 && p.a.kind == OperandKind::Upper && p.b.kind == OperandKind::Upper) {
-      EXPECT_EQ(first_rows.size(), 5u) << what;
-      EXPECT_EQ(*first_rows.rbegin(), 4) << what;
-    }
-  }
-}
-
-TEST(CudaGemmPlanner, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
-  const int64_t n = 4096;
-  const double n3 = double(n) * n * n;
-  const GemmProblem upper = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
-  const GemmWorkPlan plan = plan_structured_gemm(upper, GemmTileConfig::Float32Large, 132 * 2, 2);
-  const double macs = planned_macs(plan);
-  EXPECT_GE(macs, n3 / 6);
-  EXPECT_LE(macs, 1.15 * n3 / 6) << plan.summary();  // whole 128-tiles along the diagonal
-  // Sym·Dense reads half of S but does all n³ multiply-adds; gram (Symmetric mask) half of them.
-  const GemmProblem gram = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Symmetric);
-  const double gram_macs = planned_macs(plan_structured_gemm(gram, GemmTileConfig::Float32Large, 132 * 2, 2));
-  EXPECT_GE(gram_macs, n3 / 2);
-  EXPECT_LE(gram_macs, 1.05 * n3 / 2);
-}
-
-TEST(CudaGemmPlanner, HeaviestItemsComeFirstAndBalanceIsNearTheBound) {
-  const GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
-  const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2);
-  for (size_t i = 1; i < plan.items.size(); ++i) {
-    const auto &prev = plan.items[i - 1], &cur = plan.items[i];
-    // Split chunks carry a partial-tile cost of about two k-steps in the model.
-    EXPECT_GE(prev.k_end - prev.k_begin + 3 * plan.k_step, cur.k_end - cur.k_begin) << "item " << i;
-  }
-  // The modelled makespan within 15% of total work / slots (heaviest-first plus split-K).
-  EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.85) << plan.summary();
-}
 #endif
 
 }  // namespace

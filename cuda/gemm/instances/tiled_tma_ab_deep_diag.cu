@@ -1,0 +1,12 @@
+// The wgmma tiled kernel with both by direct TMA copies, three buffers, diagonal-crossing steps too.
+#include "cuda/gemm/kernel_tiled.cuh"
+#include "cuda/gemm/kernels.h"
+
+namespace sg::detail::cuda {
+
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABDeepDiag>() {
+  return {structured_gemm_tma_kernel<ConfigTf32Wgmma, true, true, 3, true, false>, "structured_gemm_tma_kernel", ConfigTf32Wgmma::kThreads, ConfigTf32Wgmma::kDynamicSmemTma};
+}
+
+}  // namespace sg::detail::cuda

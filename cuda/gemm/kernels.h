@@ -1,0 +1,87 @@
+// The kernel instances of the structured GEMM, one translation unit each (cuda/gemm/instances/),
+// so they compile in parallel and a change to one kernel rebuilds only its instances. Each
+// function returns its instance's entry point and launch shape; the launcher includes no device code.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/gemm/kernel_args.h"
+#include "cuda/gemm/tma_maps.h"
+#include "cuda/gemm/tile_shapes.h"
+
+namespace sg::detail::cuda {
+
+/// A kernel instance: its entry point, its name (for errors), threads per block and dynamic shared memory.
+template <class Fn>
+struct KernelInstance {
+  Fn fn;
+  const char* name;
+  unsigned threads;
+  int dynamic_smem;
+};
+
+template <typename T>
+using TiledKernel = void (*)(GemmArgs<T>);
+using TmaKernel = void (*)(GemmArgs<float>, TmaMaps);
+using TallKernel = void (*)(GemmArgs<float>, TmaMaps, const int*, TransposedOutput);
+using WideKernel = void (*)(GemmArgs<float>, TmaMaps, const int*);
+using RelayoutKernel = void (*)(OperandView<float>, int32_t, float*, int64_t, bool);
+using SymmetricCopyKernel = void (*)(const float*, int64_t, int32_t, bool, float*, int64_t);
+
+/// The tiled kernel of a float32 configuration (kernel_tiled.cuh): FFMA, mma.sync, wgmma with
+/// every tile staged through registers, or the FP64 tensor cores.
+template <GemmTileConfig kConfig>
+KernelInstance<TiledKernel<float>> tiled_kernel();
+template <>
+KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Large>();
+template <>
+KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Small>();
+template <>
+KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Tf32>();
+template <>
+KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Tf32Wgmma>();
+template <>
+KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Dmma>();
+/// The tiled kernel of float64 (DFMA).
+KernelInstance<TiledKernel<double>> tiled_f64_kernel();
+
+/// The wgmma tiled kernel with TMA copies, per variant (kernel_args.h).
+template <TmaVariant kVariant>
+KernelInstance<TmaKernel> tiled_tma_kernel();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::A>();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::B>();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::AB>();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABDeep>();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABDiag>();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABDeepDiag>();
+template <>
+KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABSym>();
+
+/// The pipelined kernel (kernel_pipelined.cuh): a producer warp, two consumer warpgroups.
+KernelInstance<TmaKernel> pipelined_kernel();
+/// The register-B kernel (kernel_pipelined.cuh): the tile computed transposed, B from registers.
+KernelInstance<TmaKernel> register_b_kernel();
+/// The tall kernel (kernel_tall.cuh), with (kWritesAt) or without the op(A)ᵀ output.
+template <bool kWritesAt>
+KernelInstance<TallKernel> tall_kernel();
+template <>
+KernelInstance<TallKernel> tall_kernel<false>();
+template <>
+KernelInstance<TallKernel> tall_kernel<true>();
+/// The wide kernel (kernel_wide.cuh).
+KernelInstance<WideKernel> wide_kernel();
+
+/// The operand copies (relayout.cuh): one operand outer-major or k-major, in blocks of
+/// kRelayoutTile × kRelayoutRows threads, and the whole copy of a Symmetric matrix.
+KernelInstance<RelayoutKernel> relayout_copy();
+KernelInstance<SymmetricCopyKernel> symmetric_copy();
+
+}  // namespace sg::detail::cuda

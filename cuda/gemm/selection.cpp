@@ -1,0 +1,286 @@
+// Kernel selection (selection.h). The table, in the order the rules are tried:
+//
+//   family      float64: DFMA. float32: exact on the FP64 tensor cores (sm_90a code on a full-rate
+//               float64 device) or FFMA; TF32 on wgmma (sm_90a code, compute capability 9.0) or
+//               mma.sync (sm_80+), unless the options force another loop.
+//   tiles       TF32 and float64: one configuration. Exact float32: the large tiles (FP64 MMA or
+//               FFMA) against the small FFMA tiles, whichever plan the cost model finishes first.
+//   wgmma       wide structured   both operands by direct copies, one triangular, B holding its
+//   kernels                       zeros, C taking TMA stores, ≥ 1 tile per SM (2 SMs with a Dense operand)
+//               wide              both operands direct and Dense, the persistent rounds ≥ 80 % full
+//                                 or the last round cut, not under an Upper mask
+//               tall              A direct, B raw (k-major), A holding its zeros, C taking TMA stores,
+//                                 ≥ 1 tile per SM (2 SMs with a Dense operand)
+//               pipelined         both operands direct, one triangular
+//               register-B        A direct, B raw, one triangular
+//               tiled + TMA       any operand with a map (the variant by which, and by structure)
+//               tiled, staged     no maps (small or unaligned operands)
+//   copies      relayout (wgmma): a k-major or Symmetric operand copied outer-major where the reuse
+//               of the copy pays for it; the FP64 loop copies Symmetric operands k-major.
+//
+// The thresholds are measured on an H100 (docs/structured_gemm.md, "Kernel selection").
+#include "cuda/gemm/selection.h"
+
+#include <algorithm>
+
+#include "cuda/gemm/relayout.h"
+
+namespace sg::detail::cuda {
+
+namespace {
+
+/// The wgmma loop with every kind of TMA copy and relayout: the default, and its ablation without
+/// the pipelined kernel.
+bool full_tma(Tf32Loop loop) { return loop == Tf32Loop::Auto || loop == Tf32Loop::WgmmaBarrierPerStep; }
+
+bool wgmma_usable(const DeviceCaps& caps) { return caps.sm90a_code && caps.compute_capability == 90; }
+
+bool register_b_on(const GemmOptions& options) { return options.register_b != Choice::Never; }
+
+bool triangular(const OperandView<float>& v) {
+  return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
+}
+
+/// Products up to this many rows run on the tall kernel with B as it lies rather than on the wide
+/// kernel with B copied outer-major: the copy's share of the time falls as the rows that reuse it grow.
+constexpr int64_t kTallForCopyRows = 4096;
+/// The FP64 loop copies Symmetric operands k-major from this extent on.
+constexpr int64_t kKMajorCopySymmetricFrom = 1024;
+
+bool wide_split_runs(const GemmArgs<float>& args, const PlanFacts& plans, const DeviceCaps& caps,
+                     const GemmOptions& options) {
+  return plans.wide_split_tiles > 0 && options.wide_tma_store && output_takes_tma_stores(args, caps.tensor_maps);
+}
+
+/// The wide kernel on a dense-shaped product: where the persistent blocks' rounds of items are at
+/// least 80 % full or its last round is cut in k, and not under an Upper mask.
+bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, const DeviceCaps& caps,
+                    const GemmOptions& options) {
+  if (options.tf32_loop != Tf32Loop::Auto || options.wide_tiles == Choice::Never) return false;
+  if (options.wide_tiles == Choice::Always) return true;
+  if (p.mask == OutputMask::Upper) return false;
+  const size_t sms = static_cast<size_t>(caps.sms), rounds = (items + sms - 1) / sms;
+  return split || 10 * items >= 8 * rounds * sms;
+}
+
+bool wide_structured_pays(const GemmArgs<float>& args, const PlanFacts& plans, const DeviceCaps& caps,
+                          const GemmOptions& options) {
+  if (options.wide_tiles == Choice::Never || options.tf32_loop != Tf32Loop::Auto || !options.wide_tma_store ||
+      plans.wide_structured_tiles < 0 || !output_takes_tma_stores(args, caps.tensor_maps))
+    return false;
+  // A's zeros are written into its tile where its storage lacks them; B's must be there.
+  if (args.b.pattern != Pattern::All && !args.b.zeros_stored) return false;
+  if (options.wide_tiles == Choice::Always) return true;
+  const bool one_dense = args.a.pattern == Pattern::All || args.b.pattern == Pattern::All;
+  return (one_dense ? 2 : 1) * plans.wide_structured_tiles >= static_cast<int64_t>(caps.sms);
+}
+
+bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandView<float>& b, const PlanFacts& plans,
+               const DeviceCaps& caps, const GemmOptions& options) {
+  if (options.tall_tiles == Choice::Never || options.tf32_loop != Tf32Loop::Auto || !register_b_on(options) ||
+      plans.tall_tiles < 0)
+    return false;
+  // B's zeros are written into its fragments where its storage lacks them; A's must be there.
+  const bool zeros = a.pattern == Pattern::All || a.zeros_stored;
+  if (!zeros || !rows_take_tma_stores(p.c_data, p.ldc, p.n)) return false;
+  if (options.tall_tiles == Choice::Always) return true;
+  const bool one_dense = a.pattern == Pattern::All || b.pattern == Pattern::All;
+  return (one_dense ? 2 : 1) * plans.tall_tiles >= static_cast<int64_t>(caps.sms);
+}
+
+/// The tiled-family kernel of a wgmma product whose operands have the maps `has`.
+WgmmaChoice tiled_wgmma_kernel(const OperandView<float>& a, const OperandView<float>& b, uint32_t has,
+                               const GemmOptions& options) {
+  const Tf32Loop loop = options.tf32_loop;
+  const bool a_tma = has & (kADirect | kARaw), b_tma = has & (kBDirect | kBRaw);
+  const bool any_triangular = triangular(a) || triangular(b);
+  // Both operands by direct copies only: no raw ring, its space a third buffer.
+  const bool deep = has == (kADirect | kBDirect);
+  // Where both are Dense the one-barrier-per-step kernel is faster than the pipelined one.
+  if (deep && any_triangular && loop == Tf32Loop::Auto) return {WgmmaKernel::Pipelined, TmaVariant::AB, has};
+  if (has == (kADirect | kBRaw) && any_triangular && loop == Tf32Loop::Auto && register_b_on(options))
+    return {WgmmaKernel::RegisterB, TmaVariant::AB, has};
+  // A triangular operand's diagonal-crossing steps by TMA too, except where both operands are
+  // k-major (one of them stays on the register stager).
+  const bool diag = any_triangular && full_tma(loop) && !(a.layout == Layout::KMajor && b.layout == Layout::KMajor);
+  // Both triangles of Symmetric operands by TMA: Symmetric·Symmetric only (with one Symmetric
+  // operand the other takes the ring).
+  const bool sym = full_tma(loop) && a.pattern == Pattern::Symmetric && b.pattern == Pattern::Symmetric;
+  const TmaVariant variant = deep && diag             ? TmaVariant::ABDeepDiag
+                             : deep                   ? TmaVariant::ABDeep
+                             : a_tma && b_tma && diag ? TmaVariant::ABDiag
+                             : a_tma && b_tma && sym  ? TmaVariant::ABSym
+                             : a_tma && b_tma         ? TmaVariant::AB
+                             : a_tma                  ? TmaVariant::A
+                                                      : TmaVariant::B;
+  return {WgmmaKernel::Tma, variant, has};
+}
+
+}  // namespace
+
+GemmFamily select_family(DType dtype, bool tf32, const DeviceCaps& caps, const GemmOptions& options) {
+  GemmFamily family;
+  family.tf32 = dtype == DType::Float32 && tf32 && caps.compute_capability >= 80;
+  family.wgmma = family.tf32 && options.tf32_loop != Tf32Loop::MmaSync && wgmma_usable(caps);
+  family.dmma = dtype == DType::Float32 && !family.tf32 && options.fp32_loop != Fp32Loop::Fma &&
+                wgmma_usable(caps) && caps.full_rate_fp64;
+  return family;
+}
+
+std::vector<GemmTileConfig> tile_config_candidates(DType dtype, const GemmFamily& family,
+                                                   const GemmOptions& options) {
+  if (dtype == DType::Float64) return {GemmTileConfig::Float64};
+  if (family.tf32) return {family.wgmma ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32};
+  const GemmTileConfig large = family.dmma ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large;
+  if (family.dmma && options.fp32_loop == Fp32Loop::Dmma) return {large};
+  return {large, GemmTileConfig::Float32Small};
+}
+
+GemmProblem with_stored_mirrors_as_dense(GemmProblem p, bool tensor_cores) {
+  // A symmetric matrix is its own transpose, so either layout reads the same values: outer-major
+  // for the TF32 loops (the wgmma loop's direct copies; Sym·Sym becomes a wide-kernel product),
+  // k-major for the others (the layout the FP64 loop copies Symmetric operands into).
+  if (p.a.kind == OperandKind::Symmetric && p.a.mirror_stored) p.a = GemmOperand{OperandKind::Dense, !tensor_cores};
+  if (p.b.kind == OperandKind::Symmetric && p.b.mirror_stored) p.b = GemmOperand{OperandKind::Dense, tensor_cores};
+  return p;
+}
+
+bool gets_wide_plan(const GemmProblem& p) {
+  return p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
+}
+
+bool gets_tall_plan(const GemmProblem& p) {
+  // The register-B kernel's shape (A outer-major, B k-major, neither Symmetric), Dense·Dense too (a
+  // Sym·Dense whose mirror is stored), a mask other than Symmetric (TMA stores), a whole tile row.
+  const bool dense_dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense;
+  return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
+         p.b.kind != OperandKind::Symmetric && !p.a.trans && !p.b.trans &&
+         (is_triangular(p.a.kind) || is_triangular(p.b.kind) || dense_dense) && p.m >= kTallTile.rows;
+}
+
+bool gets_wide_structured_plan(const GemmProblem& p) {
+  // Both operands outer-major, neither Symmetric, one triangular (dA = triu(G·Bᵀ) and its kin).
+  return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
+         p.b.kind != OperandKind::Symmetric && !p.a.trans && p.b.trans &&
+         (is_triangular(p.a.kind) || is_triangular(p.b.kind)) && p.m >= kWideTile.rows;
+}
+
+uint32_t tile_maps_wanted(const OperandView<float>& v, int64_t k_extent, Tf32Loop loop, bool tensor_maps) {
+  if (!full_tma(loop) && loop != Tf32Loop::WgmmaTmaOuterMajor) return 0;
+  // The copies take whole tiles and k-steps only.
+  if (!v.vector_ok || v.extent < kWgmmaTile.rows || k_extent < kWgmmaTile.k_step || !tensor_maps) return 0;
+  const bool outer_major_only = loop == Tf32Loop::WgmmaTmaOuterMajor;
+  const bool symmetric = v.pattern == Pattern::Symmetric;
+  // Outer-major operands get the direct map, k-major ones the raw map, Symmetric ones both (a
+  // tile's fast path lies in the stored or in the mirrored triangle).
+  const bool want_direct = outer_major_only ? v.layout == Layout::OuterMajor && !symmetric
+                                            : v.layout == Layout::OuterMajor || symmetric;
+  const bool want_raw = !outer_major_only && (v.layout == Layout::KMajor || symmetric);
+  return (want_direct ? 1u : 0u) | (want_raw ? 2u : 0u);
+}
+
+bool rows_take_tma_stores(const void* c, int64_t ldc, int64_t n) {
+  // TMA stores write whole 16-byte chunks: rows of n floats not ending on a chunk boundary would
+  // get the floats past n written.
+  return reinterpret_cast<uintptr_t>(c) % 16 == 0 && ldc % 4 == 0 && n % 4 == 0;
+}
+
+bool output_takes_tma_stores(const GemmArgs<float>& args, bool tensor_maps) {
+  // (A Symmetric mask's mirror is written by the kernels' own stores.)
+  return rows_take_tma_stores(args.c, args.ldc, args.n) && args.mask != OutputMask::Symmetric && tensor_maps;
+}
+
+WgmmaChoice select_wgmma_kernel(const GemmProblem& p, const GemmArgs<float>& args, const PlanFacts& plans,
+                                const DeviceCaps& caps, const GemmOptions& options) {
+  const uint32_t a_maps = tile_maps_wanted(args.a, p.k, options.tf32_loop, caps.tensor_maps);
+  const uint32_t b_maps = tile_maps_wanted(args.b, p.k, options.tf32_loop, caps.tensor_maps);
+  const uint32_t has = a_maps | b_maps << 2;
+  const bool both_direct = has == (kADirect | kBDirect);
+  const bool wide = both_direct && args.a.pattern == Pattern::All && args.b.pattern == Pattern::All &&
+                    plans.wide_plan &&
+                    wide_tiles_pay(p, plans.wide_tiles, wide_split_runs(args, plans, caps, options), caps, options);
+  if (!wide && both_direct && wide_structured_pays(args, plans, caps, options))
+    return {WgmmaKernel::WideStructured, TmaVariant::AB, has};
+  if (wide) return {WgmmaKernel::Wide, TmaVariant::AB, has};
+  if (has == (kADirect | kBRaw) && tall_pays(p, args.a, args.b, plans, caps, options))
+    return {WgmmaKernel::Tall, TmaVariant::AB, has};
+  if (has & (kADirect | kARaw | kBDirect | kBRaw)) return tiled_wgmma_kernel(args.a, args.b, has, options);
+  return {WgmmaKernel::Staged, TmaVariant::AB, 0};
+}
+
+bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a, const GemmOptions& options) {
+  // Each k-step of A that the launch reads is written by one item that reads it; where the plan
+  // cannot lie so, by the item whose column tile holds its k, so k must lie within C's column tiles.
+  // A Upper (the tiles an Upper mask leaves empty hold only its zeros) or Dense under a Full mask
+  // (every tile runs): then every k-step of A the backward reads is read, so written.
+  if (p.at == nullptr || !options.transposed_a_output || p.m % 4 != 0) return false;
+  const bool a_ok = a.pattern == Pattern::KAtLeastOuter || (a.pattern == Pattern::All && p.mask == OutputMask::Full);
+  const int64_t column_tiles_end = (p.n + kTallTile.cols - 1) / kTallTile.cols * kTallTile.cols;
+  return a_ok && p.k <= column_tiles_end;
+}
+
+bool relayout_pays(const GemmProblem& p, bool is_b, const DeviceCaps& caps, const GemmOptions& options) {
+  if (options.relayout == Choice::Never || !full_tma(options.tf32_loop) || !caps.tensor_maps) return false;
+  const GemmOperand d = is_b ? p.b : p.a;
+  const int64_t extent = is_b ? p.n : p.m;
+  const bool k_major = d.trans != is_b;  // operand_view's layout
+  if (d.kind != OperandKind::Symmetric && !k_major) return false;  // direct copies already
+  if (extent < kWgmmaTile.rows || p.k < kWgmmaTile.k_step || extent > kRelayoutMaxExtent || p.k > kRelayoutMaxExtent)
+    return false;
+  if (options.relayout == Choice::Always) return true;
+  // Auto. The copy is one pass over the operand; it saves a transposition in every tile that reads
+  // the operand, so it pays with reuse (the other extent and k), most where the product's other
+  // operand needs a transposition too.
+  const GemmOperand other = is_b ? p.a : p.b;
+  const int64_t reuse = std::min(is_b ? p.m : p.n, p.k);
+  const bool other_outer_major = other.kind != OperandKind::Symmetric && other.trans != is_b;
+  if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Symmetric) return true;
+  if (!other_outer_major) return reuse >= 2048;  // dB = triu(Aᵀ·G), Sym·Dense, Sym·Upper
+  // Upper·Upper forward: the copy puts it on the pipelined kernel.
+  if (is_triangular(d.kind) && is_triangular(other.kind)) return reuse >= 2048 && reuse <= 4096;
+  if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Dense) return reuse >= 2048;  // Dense·Sym
+  // Sym·Dense with A's mirror stored (A outer-major Dense).
+  if (d.kind == OperandKind::Dense && other.kind == OperandKind::Dense) return reuse >= 2048;
+  return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
+}
+
+bool k_major_copy_pays(const GemmProblem& p, bool is_b, const GemmOptions& options) {
+  // The FP64 loop stages k-major tiles with 16-byte stores, outer-major ones with four scalar
+  // stores per vector, and a Symmetric operand's steps element by element near the diagonal. A
+  // Symmetric operand's k-major copy pays from kKMajorCopySymmetricFrom on; an outer-major
+  // operand's costs more than the stores it saves.
+  if (options.relayout == Choice::Never) return false;
+  const GemmOperand d = is_b ? p.b : p.a;
+  const int64_t extent = is_b ? p.n : p.m;
+  const bool k_major = d.trans != is_b;  // operand_view's layout
+  if ((d.kind != OperandKind::Symmetric && k_major) || extent < 1 || p.k < 1 || extent > kRelayoutMaxExtent ||
+      p.k > kRelayoutMaxExtent)
+    return false;  // (an empty copy would be an empty grid)
+  if (options.relayout == Choice::Always) return true;
+  return d.kind == OperandKind::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
+}
+
+bool register_b_replaces_copy(const GemmProblem& p, bool a_copied, const GemmOptions& options) {
+  // Under forced relayout (tests, benchmark) B is still copied, unless the kernel is forced too.
+  if (!register_b_on(options) || options.tf32_loop != Tf32Loop::Auto) return false;
+  if (options.relayout == Choice::Always && options.register_b != Choice::Always) return false;
+  auto aligned = [](const void* data, int64_t ld) { return reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % 4 == 0; };
+  const OperandKind a_kind = a_copied && p.a.kind == OperandKind::Symmetric ? OperandKind::Dense : p.a.kind;
+  const bool a_outer_major = a_copied || (p.a.kind != OperandKind::Symmetric && !p.a.trans && aligned(p.a_data, p.lda));
+  const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans && aligned(p.b_data, p.ldb);
+  return a_outer_major && b_k_major && (is_triangular(a_kind) || is_triangular(p.b.kind));
+}
+
+bool tall_replaces_copy(const GemmProblem& p, const PlanFacts& plans, const DeviceCaps& caps,
+                        const GemmOptions& options) {
+  if (p.a.kind != OperandKind::Dense || p.b.kind != OperandKind::Dense || p.a.trans || p.b.trans) return false;
+  if (p.m > kTallForCopyRows && options.tall_tiles != Choice::Always) return false;
+  if (options.relayout == Choice::Always && options.tall_tiles != Choice::Always) return false;
+  const OperandView<float> a = operand_view<float>(p.a_data, p.a, false, p.m, p.lda);
+  const OperandView<float> b = operand_view<float>(p.b_data, p.b, true, p.n, p.ldb);
+  const uint32_t has = tile_maps_wanted(a, p.k, options.tf32_loop, caps.tensor_maps) |
+                       tile_maps_wanted(b, p.k, options.tf32_loop, caps.tensor_maps) << 2;
+  return has == (kADirect | kBRaw) && tall_pays(p, a, b, plans, caps, options);
+}
+
+}  // namespace sg::detail::cuda
