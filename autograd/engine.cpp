@@ -8,11 +8,10 @@
 #include <queue>
 #include <unordered_map>
 
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "ops/elementwise.h"
-#include "ops/factories.h"
-#include "ops/structure.h"
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/autograd/node.h>
+
+#include "autograd/gradient_math.h"
 
 namespace sg::autograd {
 
@@ -102,12 +101,28 @@ Node& record(const char* name, const std::vector<Tensor>& inputs, const std::vec
   return *node;
 }
 
+namespace {
+GradientMath installed_math;
+std::atomic<bool> math_installed{false};
+
+const GradientMath& math() {
+  SG_CHECK(math_installed.load(std::memory_order_acquire),
+           "backward: the gradient arithmetic of structgrad's ops layer is not linked in");
+  return installed_math;
+}
+}  // namespace
+
+void set_gradient_math(const GradientMath& m) {
+  installed_math = m;
+  math_installed.store(true, std::memory_order_release);
+}
+
 Tensor project_gradient(const Tensor& g, Structure s) {
   if (g.structure() == s) return g;
   switch (s) {
     case Structure::Dense: return detail::alias_with(g, g.shape(), Structure::Dense);
-    case Structure::UpperTriangular: return triu(g);
-    case Structure::Symmetric: return sym(g);
+    case Structure::UpperTriangular: return math().triu(g);
+    case Structure::Symmetric: return math().sym(g);
   }
   return g;
 }
@@ -128,7 +143,7 @@ void check_gradient(const std::string& op, const char* what, size_t index, const
 Tensor accumulated(Structure s, const Tensor& current, const Tensor& g) {
   Tensor projected = project_gradient(g, s);
   if (!current.defined()) return projected;
-  return project_gradient(add(current, projected), s);
+  return project_gradient(math().add(current, projected), s);
 }
 
 void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
@@ -168,7 +183,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   if (!seed.defined()) {
     SG_CHECK(root.numel() == 1, "backward: expected a scalar loss, got shape ", root.shape(),
              "; pass an explicit gradient of that shape for a non-scalar tensor");
-    seed = ones(root.shape(), TensorOptions().dtype(root.dtype()).device(root.device()));
+    seed = Tensor::empty(root.shape(), TensorOptions().dtype(root.dtype()).device(root.device()));
+    seed.fill_(1.0);
   } else {
     SG_CHECK(seed.shape() == root.shape(), "backward: the explicit gradient has shape ", seed.shape(), ", expected ",
              root.shape());
@@ -196,7 +212,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       ready.push(node.get());
     }
     Tensor& acc = it->second.at(slot);
-    acc = acc.defined() ? add(acc, g) : g;
+    acc = acc.defined() ? math().add(acc, g) : g;
   };
   deliver(root.impl().grad_fn, root.impl().output_nr, seed);
 
@@ -211,8 +227,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     pending.erase(node);
     for (size_t i = 0; i < grads.size(); ++i) {
       const TensorMeta& m = node->output_meta[i];
-      if (!grads[i].defined())
-        grads[i] = zeros(m.shape, TensorOptions().dtype(m.dtype).device(m.device));
+      if (!grads[i].defined()) {
+        grads[i] = Tensor::empty(m.shape, TensorOptions().dtype(m.dtype).device(m.device));
+        grads[i].fill_(0.0);
+      }
       if (!node->reads_gradients_through_structure) grads[i] = project_gradient(grads[i], m.structure);
     }
     ctx.grad_outputs = std::move(grads);
@@ -244,60 +262,3 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 }
 
 }  // namespace sg::autograd
-
-// ---- Tensor's autograd members ----------------------------------------------------------
-
-namespace sg {
-
-bool Tensor::requires_grad() const { return impl().requires_grad || impl().grad_fn != nullptr; }
-
-Tensor& Tensor::requires_grad_(bool requires) {
-  SG_CHECK(defined(), "requires_grad_: the tensor is undefined");
-  SG_CHECK(is_leaf(), "requires_grad_: can only be set on a leaf tensor (this one was produced by '",
-           impl().grad_fn->name, "'); use detach() first");
-  impl().requires_grad = requires;
-  return *this;
-}
-
-bool Tensor::is_leaf() const { return impl().grad_fn == nullptr; }
-
-Tensor Tensor::grad() const {
-  SG_CHECK(defined(), "grad: the tensor is undefined");
-  return impl().grad ? Tensor(impl().grad) : Tensor();
-}
-
-void Tensor::zero_grad() {
-  SG_CHECK(defined(), "zero_grad: the tensor is undefined");
-  impl().grad.reset();
-}
-
-void Tensor::set_grad(const Tensor& g) {
-  SG_CHECK(defined(), "set_grad: the tensor is undefined");
-  if (!g.defined()) {
-    impl().grad.reset();
-    return;
-  }
-  SG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(), "set_grad: gradient ",
-           g.shape(), " ", g.dtype(), " on ", g.device(), " does not match tensor ", shape(), " ", dtype(),
-           " on ", device());
-  impl().grad = autograd::project_gradient(g, structure()).impl_ptr();
-}
-
-Tensor Tensor::detach() const {
-  SG_CHECK(defined(), "detach: the tensor is undefined");
-  auto impl_copy = std::make_shared<TensorImpl>();
-  impl_copy->storage = impl().storage;
-  impl_copy->shape = impl().shape;
-  impl_copy->dtype = impl().dtype;
-  impl_copy->structure = impl().structure;
-  return Tensor(impl_copy);
-}
-
-void Tensor::backward(bool retain_graph) const { autograd::run_backward(*this, Tensor(), retain_graph); }
-
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  SG_CHECK(gradient.defined(), "backward: the explicit gradient is undefined");
-  autograd::run_backward(*this, gradient, retain_graph);
-}
-
-}  // namespace sg

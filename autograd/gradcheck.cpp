@@ -1,22 +1,28 @@
 // gradcheck: perturbations stay inside each input's structure, so the check measures the
 // gradient the structure defines (the Frobenius projection), not a dense one.
-#include "autograd/gradcheck.h"
+#include <structgrad/autograd/gradcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
 
-#include "autograd/grad_mode.h"
-#include "ops/factories.h"
+#include <structgrad/autograd/grad_mode.h>
 
 namespace sg::autograd {
 namespace {
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
+/// A float64 tensor of `shape` on `device` holding `values` (filled on the host, then copied).
+Tensor float64_tensor(const std::vector<double>& values, const Shape& shape, Device device) {
+  Tensor host = Tensor::empty(shape, DType::Float64);
+  std::copy(values.begin(), values.end(), host.data<double>());
+  return host.to(device);
+}
+
 Tensor like_input(const std::vector<double>& values, const Tensor& input) {
-  Tensor t = from_vector(values, input.shape(), TensorOptions().dtype(DType::Float64).device(input.device()));
-  return detail::alias_with(t, input.shape(), input.structure());
+  return detail::alias_with(float64_tensor(values, input.shape(), input.device()), input.shape(), input.structure());
 }
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
@@ -48,7 +54,7 @@ std::vector<std::vector<double>> analytical(const Fn& f, const std::vector<Tenso
   std::vector<Tensor> xs = fresh_leaves(inputs);
   Tensor y = f(xs);
   SG_CHECK(y.requires_grad(), "gradcheck: the function's output does not require grad");
-  Tensor upstream = from_vector(w, y.shape(), TensorOptions().dtype(DType::Float64).device(y.device()));
+  Tensor upstream = float64_tensor(w, y.shape(), y.device());
   y.backward(upstream);
   std::vector<std::vector<double>> grads;
   for (const Tensor& x : xs) {

@@ -1,10 +1,10 @@
 // Storage allocation: 64-byte aligned host memory, or a block of the CUDA caching allocator.
-#include "core/storage.h"
+#include <structgrad/core/storage.h>
 
 #include <cstdlib>
 #include <utility>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 
 namespace sg {
 

@@ -1,18 +1,34 @@
-// Tensor members that move data (to, item, to_vector, clone, copy_, fill_), printing, and
-// the impl helpers. Kernels come from the device's backend (ops/backend.h).
-#include "core/tensor.h"
+// Tensor's members, printing and the impl helpers. The members that run kernels or record
+// autograd go through the table of the layers above (core/dispatch.h).
+#include <structgrad/core/tensor.h>
 
 #include <algorithm>
 #include <iomanip>
+#include <atomic>
 #include <ostream>
 
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "ops/backend.h"
+#include "core/dispatch.h"
 
 namespace sg {
 
 namespace detail {
+
+namespace {
+// Written once, while the library loads, before any tensor exists; read without a lock after.
+TensorMethods installed_methods;
+std::atomic<bool> methods_installed{false};
+}  // namespace
+
+const TensorMethods& tensor_methods(const char* method) {
+  SG_CHECK(methods_installed.load(std::memory_order_acquire), method,
+           ": the tensor operations of structgrad's ops layer are not linked in");
+  return installed_methods;
+}
+
+void set_tensor_methods(const TensorMethods& methods) {
+  installed_methods = methods;
+  methods_installed.store(true, std::memory_order_release);
+}
 
 void check_shape(const char* op, const Shape& shape, DType dtype) {
   for (int64_t d : shape) SG_CHECK(d >= 0, op, ": negative dimension in shape ", shape);
@@ -80,53 +96,16 @@ int64_t Tensor::size(int64_t d) const {
   return shape()[static_cast<size_t>(i)];
 }
 
-namespace {
-Tensor copy_to(const Tensor& src, Device device, DType dtype) {
-  Tensor out = detail::make_tensor(src.shape(), dtype, device, src.structure());
-  if (src.numel() == 0) return out;
-  if (src.device() == device) {
-    detail::backend_for(device).copy(src, out);
-  } else if (src.device().is_cpu()) {
-    // Convert on the host first, then one upload.
-    Tensor host = src.dtype() == dtype ? src : copy_to(src, src.device(), dtype);
-    detail::backend_for(device).copy_from_host(host.data_ptr(), out);
-  } else if (device.is_cpu()) {
-    Tensor host = detail::make_tensor(src.shape(), src.dtype(), device, src.structure());
-    detail::backend_for(src.device()).copy_to_host(src, host.data_ptr());
-    if (dtype != src.dtype()) return copy_to(host, device, dtype);
-    return host;
-  } else {
-    // Between two GPUs: through the host (rare; peer copies are not needed here).
-    return copy_to(copy_to(src, kCPU, src.dtype()), device, dtype);
-  }
-  return out;
-}
-}  // namespace
-
 Tensor Tensor::to(Device device) const {
   SG_CHECK(defined(), "to: the tensor is undefined");
   if (device == this->device()) return *this;
-  Tensor out = copy_to(*this, device, dtype());
-  if (autograd::needs_record({*this})) {
-    const Device from = this->device();
-    autograd::record("to(device)", {*this}, {out}, {}, [from](autograd::BackwardContext& ctx) {
-      return std::vector<Tensor>{ctx.grad_outputs[0].to(from)};
-    });
-  }
-  return out;
+  return detail::tensor_methods("to").to_device(*this, device);
 }
 
 Tensor Tensor::to(DType dtype) const {
   SG_CHECK(defined(), "to: the tensor is undefined");
   if (dtype == this->dtype()) return *this;
-  Tensor out = copy_to(*this, device(), dtype);
-  if (autograd::needs_record({*this})) {
-    const DType from = this->dtype();
-    autograd::record("to(dtype)", {*this}, {out}, {}, [from](autograd::BackwardContext& ctx) {
-      return std::vector<Tensor>{ctx.grad_outputs[0].to(from)};
-    });
-  }
-  return out;
+  return detail::tensor_methods("to").to_dtype(*this, dtype);
 }
 
 template <typename T>
@@ -135,7 +114,7 @@ std::vector<T> Tensor::to_vector_as() const {
   const int64_t n = numel();
   std::vector<T> out(static_cast<size_t>(n));
   if (n == 0) return out;
-  Tensor host = device().is_cpu() ? *this : copy_to(*this, kCPU, dtype());
+  const Tensor host = device().is_cpu() ? *this : detail::tensor_methods("to_vector").copy_to(*this, kCPU, dtype());
   if (host.dtype() == DType::Float32) {
     const float* p = static_cast<const float*>(host.data_ptr());
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(p[i]);
@@ -158,43 +137,81 @@ double Tensor::item() const {
 
 Tensor Tensor::clone() const {
   SG_CHECK(defined(), "clone: the tensor is undefined");
-  Tensor out = detail::make_tensor(shape(), dtype(), device(), structure());
-  if (numel() > 0) detail::backend_for(device()).copy(*this, out);
-  return out;
+  return detail::tensor_methods("clone").copy_to(*this, device(), dtype());
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   SG_CHECK(defined(), "copy_: the destination is undefined");
-  SG_CHECK(src.defined(), "copy_: the source is undefined");
-  detail::check_same_device_dtype("copy_", *this, src);
-  SG_CHECK(src.shape() == shape(), "copy_: source of shape ", src.shape(), " does not fit destination of shape ",
-           shape());
-  SG_CHECK(!(autograd::grad_mode_enabled() && requires_grad() && is_leaf()),
-           "copy_: a leaf that requires grad is being written in place; use sg::NoGradGuard");
-  if (numel() > 0) detail::backend_for(device()).copy(src, *this);
-  impl().storage->version++;
+  detail::tensor_methods("copy_").copy_into(*this, src);
   return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
   SG_CHECK(defined(), "fill_: the tensor is undefined");
-  SG_CHECK(!(autograd::grad_mode_enabled() && requires_grad() && is_leaf()),
-           "fill_: a leaf that requires grad is being written in place; use sg::NoGradGuard");
-  if (numel() > 0) detail::backend_for(device()).fill(*this, value);
-  impl().storage->version++;
+  detail::tensor_methods("fill_").fill(*this, value);
   return *this;
 }
 
 Tensor Tensor::dense() const {
   SG_CHECK(defined(), "dense: the tensor is undefined");
   if (structure() == Structure::Dense) return *this;
-  Tensor out = detail::alias_with(*this, shape(), Structure::Dense);
-  if (autograd::needs_record({*this})) {
-    autograd::record("dense", {*this}, {out}, {}, [](autograd::BackwardContext& ctx) {
-      return std::vector<Tensor>{ctx.grad_outputs[0]};
-    });
+  return detail::tensor_methods("dense").dense(*this);
+}
+
+// ---- autograd state ------------------------------------------------------------------------
+
+bool Tensor::requires_grad() const { return impl().requires_grad || impl().grad_fn != nullptr; }
+
+Tensor& Tensor::requires_grad_(bool requires) {
+  SG_CHECK(defined(), "requires_grad_: the tensor is undefined");
+  SG_CHECK(is_leaf(), "requires_grad_: can only be set on a leaf tensor (this one was produced by '",
+           detail::tensor_methods("requires_grad_").producer_name(*this), "'); use detach() first");
+  impl().requires_grad = requires;
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return impl().grad_fn == nullptr; }
+
+Tensor Tensor::grad() const {
+  SG_CHECK(defined(), "grad: the tensor is undefined");
+  return impl().grad ? Tensor(impl().grad) : Tensor();
+}
+
+void Tensor::zero_grad() {
+  SG_CHECK(defined(), "zero_grad: the tensor is undefined");
+  impl().grad.reset();
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  SG_CHECK(defined(), "set_grad: the tensor is undefined");
+  if (!g.defined()) {
+    impl().grad.reset();
+    return;
   }
-  return out;
+  SG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(), "set_grad: gradient ",
+           g.shape(), " ", g.dtype(), " on ", g.device(), " does not match tensor ", shape(), " ", dtype(),
+           " on ", device());
+  impl().grad = detail::tensor_methods("set_grad").project_gradient(g, structure()).impl_ptr();
+}
+
+Tensor Tensor::detach() const {
+  SG_CHECK(defined(), "detach: the tensor is undefined");
+  auto impl_copy = std::make_shared<TensorImpl>();
+  impl_copy->storage = impl().storage;
+  impl_copy->shape = impl().shape;
+  impl_copy->dtype = impl().dtype;
+  impl_copy->structure = impl().structure;
+  return Tensor(impl_copy);
+}
+
+void Tensor::backward(bool retain_graph) const {
+  SG_CHECK(defined(), "backward: called on an undefined tensor");
+  detail::tensor_methods("backward").backward(*this, Tensor(), retain_graph);
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  SG_CHECK(gradient.defined(), "backward: the explicit gradient is undefined");
+  detail::tensor_methods("backward").backward(*this, gradient, retain_graph);
 }
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {

@@ -1,7 +1,7 @@
 // Names and parsing for DType, Device, Structure and Shape.
-#include "core/types.h"
+#include <structgrad/core/types.h>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 
 namespace sg {
 

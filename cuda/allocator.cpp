@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cuda_runtime_api.h"
-#include "core/error.h"
+#include <structgrad/core/cuda_runtime_api.h>
+#include <structgrad/core/error.h>
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 

@@ -3,7 +3,7 @@
 // core/storage.h, because Storage calls them.
 #pragma once
 
-#include "core/storage.h"
+#include <structgrad/core/storage.h>
 
 namespace sg::detail::cuda {
 

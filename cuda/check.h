@@ -5,7 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 
 namespace sg::detail::cuda {
 const char* cublas_status_name(cublasStatus_t status);

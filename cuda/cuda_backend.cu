@@ -19,7 +19,7 @@
 #include <mutex>
 #include <type_traits>
 
-#include "core/storage.h"
+#include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"

@@ -1,16 +1,10 @@
-// The CUDA backend: one sg::detail::Backend per device, queuing every kernel, copy and
-// cuBLAS call on that device's library stream. This header includes no CUDA header, so
-// ops/backend.cpp can name cuda_backend() in builds without CUDA (cuda/no_cuda/ then throws).
+// The CUDA backend: one sg::detail::Backend per device (ops/backend.h's cuda_backend), queuing
+// every kernel, copy and cuBLAS call on that device's library stream.
 #pragma once
 
 #include "ops/backend.h"
 
 namespace sg::detail {
-
-class Backend;
-/// The backend of cuda:`device`, created on first use; throws sg::Error when the device does
-/// not exist or structgrad was built without CUDA.
-Backend& cuda_backend(int device);
 
 namespace cuda {
 

@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cuda_runtime_api.h"
-#include "core/error.h"
-#include "core/storage.h"
+#include <structgrad/core/cuda_runtime_api.h>
+#include <structgrad/core/error.h>
+#include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
 #include "ops/output_pool.h"
 

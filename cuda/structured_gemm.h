@@ -4,7 +4,7 @@
 // Design: docs/structured_gemm.md.
 #pragma once
 
-#include "core/types.h"
+#include <structgrad/core/types.h>
 #include "cuda/gemm/options.h"
 #include "cuda/gemm/tile_scheduler.h"
 #include "ops/gemm_desc.h"

@@ -7,7 +7,7 @@
 // that produced their inputs and before the work that reads their results, and the caching
 // allocator's stream-ordered reuse (cuda/allocator.cpp) stays valid. Nothing here waits on
 // the host except barrier() and finalize().
-#include "distributed/distributed.h"
+#include <structgrad/distributed/distributed.h>
 
 #include <cuda_runtime.h>
 #include <fcntl.h>
@@ -25,13 +25,13 @@
 #include <thread>
 #include <utility>
 
-#include "autograd/grad_mode.h"
-#include "core/error.h"
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/core/error.h>
 #include "cuda/check.h"
 #include "cuda/runtime.h"
-#include "nn/module.h"
+#include <structgrad/nn/module.h>
 #include "ops/backend.h"
-#include "ops/factories.h"
+#include <structgrad/ops/factories.h>
 
 /// Throws sg::Error naming the NCCL call, ncclGetErrorString, NCCL's last-error detail, the
 /// file and the line when `call` does not return ncclSuccess.

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/error.h"
-#include "distributed/distributed.h"
+#include <structgrad/core/error.h>
+#include <structgrad/distributed/distributed.h>
 
 namespace sg::distributed {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
-#include "distributed/distributed.h"
-#include "nn/module.h"
+#include <structgrad/core/error.h>
+#include <structgrad/distributed/distributed.h>
+#include <structgrad/nn/module.h>
 
 namespace sg::distributed {
 

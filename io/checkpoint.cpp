@@ -1,6 +1,6 @@
 // Module, optimizer and combined checkpoints as .npz files: thin wrappers over save_npz /
 // load_npz and the state dicts, plus the prefixing that keeps model and optimizer apart.
-#include "io/checkpoint.h"
+#include <structgrad/io/checkpoint.h>
 
 namespace sg {
 namespace {

@@ -1,7 +1,7 @@
 // .npy and .npz reading and writing: the NPY preamble and its header (a Python dict literal),
 // the ZIP container of .npz (local headers, central directory, end records, CRC-32), and the
 // checks that turn a corrupt, truncated or foreign file into an sg::Error naming file and fault.
-#include "io/npy.h"
+#include <structgrad/io/npy.h>
 
 #include <algorithm>
 #include <array>
@@ -15,7 +15,7 @@
 #include <random>
 #include <set>
 
-#include "autograd/grad_mode.h"
+#include <structgrad/autograd/grad_mode.h>
 
 namespace sg {
 namespace {

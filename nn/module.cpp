@@ -1,13 +1,13 @@
 // Module registry, in-place moves, and the three layers.
-#include "nn/module.h"
+#include <structgrad/nn/module.h>
 
 #include <cmath>
 
-#include "autograd/grad_mode.h"
-#include "ops/elementwise.h"
-#include "ops/factories.h"
-#include "ops/matmul.h"
-#include "ops/reduce.h"
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/ops/elementwise.h>
+#include <structgrad/ops/factories.h>
+#include <structgrad/ops/matmul.h>
+#include <structgrad/ops/reduce.h>
 
 namespace sg::nn {
 

@@ -1,5 +1,5 @@
 // Progress line.
-#include "nn/progress.h"
+#include <structgrad/nn/progress.h>
 
 #include <cstdio>
 

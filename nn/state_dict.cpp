@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "autograd/grad_mode.h"
-#include "nn/module.h"
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/nn/module.h>
 
 namespace sg::nn {
 

@@ -2,8 +2,6 @@
 // (cuda/no_cuda/ throws a clear error otherwise).
 #include "ops/backend.h"
 
-#include "cuda/cuda_backend.h"
-
 namespace sg::detail {
 
 Backend& backend_for(Device device) {

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "../core/tensor.h"
-#include "gemm_desc.h"
+#include <structgrad/core/tensor.h>
+#include "ops/gemm_desc.h"
 
 namespace sg::detail {
 
@@ -129,6 +129,10 @@ class Backend {
 
 /// The backend of a device (CPU always; CUDA when built with it and a device exists).
 Backend& backend_for(Device device);
+/// The backends this interface is implemented by, chosen when the library is built: the CPU one
+/// (ops/cpu/), and the one of cuda:`device`, created on first use (cuda/; in a build without CUDA,
+/// cuda/no_cuda/, which throws sg::Error naming the device).
 Backend& cpu_backend();
+Backend& cuda_backend(int device);
 
 }  // namespace sg::detail

@@ -1,14 +1,14 @@
 // Elementwise ops: structure rule, forward through the backend, and the backward beside it.
 // Unary backwards use the fused *Grad binary kernels (one pass each); broadcast binary
 // backwards sum the gradient back down to each input's shape.
-#include "ops/elementwise.h"
+#include <structgrad/ops/elementwise.h>
 
 #include <cmath>
 
-#include "autograd/node.h"
-#include "ops/factories.h"
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/factories.h>
 #include "ops/op_util.h"
-#include "ops/reduce.h"
+#include <structgrad/ops/reduce.h>
 
 namespace sg {
 

@@ -1,5 +1,5 @@
 // Factories and the global counter-based generator.
-#include "ops/factories.h"
+#include <structgrad/ops/factories.h>
 
 #include <cmath>
 #include <mutex>

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backend.h"
+#include "ops/backend.h"
 
 #if defined(__CUDACC__)
 #define SG_HD __host__ __device__ __forceinline__

@@ -1,11 +1,11 @@
 // mse_loss with a fused forward ((a − b)² in one pass) and backward.
-#include "ops/loss.h"
+#include <structgrad/ops/loss.h>
 
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "ops/elementwise.h"
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/elementwise.h>
 #include "ops/op_util.h"
-#include "ops/reduce.h"
+#include <structgrad/ops/reduce.h>
 
 namespace sg {
 

@@ -10,15 +10,15 @@
 //   dA = proj_A(G · op(B)ᵀ),  dB = proj_B(op(A)ᵀ · G),  G projected onto C's structure,
 // where proj for an Upper input is the Upper output mask (only i <= j is computed), and
 // for a Symmetric input the full product followed by (X + Xᵀ)/2.
-#include "ops/matmul.h"
+#include <structgrad/ops/matmul.h>
 
 #include <atomic>
 
-#include "autograd/node.h"
-#include "ops/elementwise.h"
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/elementwise.h>
 #include "ops/op_util.h"
 #include "ops/output_pool.h"
-#include "ops/shape.h"
+#include <structgrad/ops/shape.h>
 
 namespace sg {
 

@@ -2,7 +2,7 @@
 // that device's backend. Internal.
 #pragma once
 
-#include "core/tensor.h"
+#include <structgrad/core/tensor.h>
 #include "ops/backend.h"
 
 namespace sg::detail {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "backend.h"
-#include "functors.h"
+#include "ops/backend.h"
+#include "ops/functors.h"
 
 namespace sg::detail {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/tensor.h"
+#include <structgrad/core/tensor.h>
 
 namespace sg::detail {
 

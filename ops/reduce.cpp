@@ -1,11 +1,11 @@
 // Sum and mean, with their backward (broadcast the gradient back), and sum_to (the
 // reduction that undoes a broadcast in binary backwards).
-#include "ops/reduce.h"
+#include <structgrad/ops/reduce.h>
 
-#include "autograd/node.h"
-#include "ops/elementwise.h"
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/elementwise.h>
 #include "ops/op_util.h"
-#include "ops/shape.h"
+#include <structgrad/ops/shape.h>
 
 namespace sg {
 

@@ -1,8 +1,8 @@
 // transpose, reshape, diagonal, with_diagonal, each with its backward.
-#include "ops/shape.h"
+#include <structgrad/ops/shape.h>
 
-#include "autograd/node.h"
-#include "ops/factories.h"
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/factories.h>
 #include "ops/op_util.h"
 
 namespace sg {

@@ -1,13 +1,13 @@
 // Entering and leaving structures (triu, sym, as_upper, as_symmetric), the typed handles'
 // factories, and the statically typed elementwise operators of DESIGN §1.
-#include "ops/structure.h"
+#include <structgrad/ops/structure.h>
 
 #include <cstring>
 
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "ops/elementwise.h"
-#include "ops/factories.h"
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/elementwise.h>
+#include <structgrad/ops/factories.h>
 #include "ops/op_util.h"
 
 namespace sg {

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <utility>
 
-#include "core/error.h"
-#include "core/storage.h"
+#include <structgrad/core/error.h>
+#include <structgrad/core/storage.h>
 #include "cuda/check.h"
 #include "cuda/gemm/kernels.h"
 #include "cuda/gemm/plan_cache.h"

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 #include "cuda/check.h"
 #include "cuda/gemm/kernels.h"
 #include "cuda/gemm/tma_maps.h"

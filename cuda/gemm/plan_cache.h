@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/storage.h"
-#include "core/types.h"
+#include <structgrad/core/storage.h>
+#include <structgrad/core/types.h>
 #include "cuda/gemm/options.h"
 #include "cuda/gemm/selection.h"
 #include "cuda/gemm/tile_scheduler.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.h"
+#include <structgrad/core/types.h>
 #include "cuda/gemm/kernel_args.h"
 #include "cuda/gemm/options.h"
 #include "cuda/gemm/tile_scheduler.h"

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <utility>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 
 namespace sg::detail::cuda {
 

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 #include "cuda/gemm/tile_shapes.h"
 
 namespace sg::detail::cuda {

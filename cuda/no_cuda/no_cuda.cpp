@@ -3,10 +3,10 @@
 // ("cuda::synchronize: structgrad was built without CUDA") instead of failing to link.
 #include <string>
 
-#include "core/cuda_runtime_api.h"
-#include "core/error.h"
-#include "core/storage.h"
-#include "cuda/cuda_backend.h"
+#include <structgrad/core/cuda_runtime_api.h>
+#include <structgrad/core/error.h>
+#include <structgrad/core/storage.h>
+#include "ops/backend.h"
 
 namespace {
 [[noreturn]] void fail_without_cuda(const std::string& what) {

@@ -12,7 +12,7 @@
 #include <omp.h>
 #endif
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 #include "ops/cpu/cpu_gemm.h"
 
 // How the product is cut up (the CUDA kernel's descriptors, on Eigen block products):

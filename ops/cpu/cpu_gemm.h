@@ -8,8 +8,8 @@
 #include <omp.h>
 #endif
 
-#include "../../core/types.h"
-#include "../gemm_desc.h"
+#include <structgrad/core/types.h>
+#include "ops/gemm_desc.h"
 
 namespace sg::detail::cpu {
 

@@ -3,7 +3,7 @@
 // allows is ever read), multiply, apply the output mask. Tests compare every fast path here.
 #include <Eigen/Dense>
 
-#include "core/error.h"
+#include <structgrad/core/error.h>
 #include "ops/cpu/cpu_gemm.h"
 
 namespace sg::detail::cpu {

@@ -1,0 +1,74 @@
+// Elementwise ops with their structure rules (DESIGN §1): ops that map 0 to 0 keep
+// UpperTriangular, every unary op keeps Symmetric; +, − keep a shared structure; Upper ⊙
+// anything is Upper; mixed structures and broadcasts give Dense. Binary ops broadcast
+// NumPy-style over rank ≤ 2 (a [m, n] with a row [n], a column [m, 1] or a scalar).
+#pragma once
+
+#include <structgrad/core/tensor.h>
+
+namespace sg {
+
+/// Example: `auto c = sg::add(a, b);` or `a + b`.
+Tensor add(const Tensor& a, const Tensor& b);
+/// a − b (broadcasting). Example: `auto d = sg::sub(x, mu);` or `x - mu`.
+Tensor sub(const Tensor& a, const Tensor& b);
+/// a ⊙ b, elementwise (Upper ⊙ anything is Upper). Example: `auto m = sg::mul(u, mask);` or `u * mask`.
+Tensor mul(const Tensor& a, const Tensor& b);
+/// a / b, elementwise. Example: `auto r = sg::div(a, b);` or `a / b`.
+Tensor div(const Tensor& a, const Tensor& b);
+
+/// −x (keeps Upper and Symmetric). Example: `auto y = sg::neg(x);` or `-x`.
+Tensor neg(const Tensor& x);
+/// eˣ (Upper becomes Dense: exp(0) = 1). Example: `auto y = sg::exp(d);`
+Tensor exp(const Tensor& x);
+/// Natural logarithm. Example: `auto l = sg::log(sg::abs(sg::diagonal(u)));`
+Tensor log(const Tensor& x);
+/// √x (keeps Upper). Example: `auto r = sg::sqrt(v);`
+Tensor sqrt(const Tensor& x);
+/// x² (keeps Upper). Example: `auto loss = sg::sum(sg::square(z));`
+Tensor square(const Tensor& x);
+/// |x| (keeps Upper). Example: `auto a = sg::abs(x);`
+Tensor abs(const Tensor& x);
+/// tanh x (keeps Upper). Example: `auto h = sg::tanh(x);`
+Tensor tanh(const Tensor& x);
+/// 1 / (1 + e⁻ˣ), stable. Example: `auto p = sg::sigmoid(logits);`
+Tensor sigmoid(const Tensor& x);
+/// max(x, 0) (keeps Upper). Example: `auto h = sg::relu(x);`
+Tensor relu(const Tensor& x);
+/// x > 0 ? x : slope·x. Example: `sg::leaky_relu(x, 0.2)`.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/// ln(1 + eˣ), stable. Example: `sg::softplus(d)`.
+Tensor softplus(const Tensor& x);
+/// x > 0 ? 1 : 0 (zero gradient).
+Tensor step(const Tensor& x);
+/// xᵖ for a scalar exponent. Example: `sg::pow(x, 3.0)`.
+Tensor pow(const Tensor& x, double exponent);
+
+/// @{
+/// add, sub, mul (elementwise ⊙, not matmul), div and neg as operators.
+/// Example: `auto y = (x - mu) * w;`
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+/// @}
+/// @{
+/// With a scalar on either side: x·c, x/c keep Upper and Symmetric; x + c, c − x, c/x keep
+/// Symmetric only. Example: `auto nll = 0.5 * sg::mean(z) - 1.0;`
+Tensor operator+(const Tensor& a, double s);
+Tensor operator+(double s, const Tensor& a);
+Tensor operator-(const Tensor& a, double s);
+Tensor operator-(double s, const Tensor& a);
+Tensor operator*(const Tensor& a, double s);
+Tensor operator*(double s, const Tensor& a);
+Tensor operator/(const Tensor& a, double s);
+Tensor operator/(double s, const Tensor& a);
+/// @}
+
+namespace detail {
+/// The output structure of a unary op on `in` (DESIGN §1).
+Structure unary_structure(int op, double alpha, Structure in);
+}  // namespace detail
+
+}  // namespace sg

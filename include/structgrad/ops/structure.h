@@ -1,0 +1,94 @@
+// First-class structured matrices (DESIGN §1). UpperTriangular and Symmetric are typed
+// handles over a square tensor whose Structure tag they guarantee; they convert implicitly
+// to Tensor and work anywhere a Tensor does, including as parameters with .grad().
+// Enter a structure with triu / sym (differentiable projections) or as_upper / as_symmetric
+// (checked); leave it with .dense().
+#pragma once
+
+#include <structgrad/core/tensor.h>
+
+namespace sg {
+
+class UpperTriangular;
+class Symmetric;
+
+/// The upper triangle of a square matrix (entries with j − i >= diagonal, diagonal >= 0),
+/// tagged UpperTriangular. Differentiable: grad = triu(G). Example: `auto U = sg::triu(W);`
+UpperTriangular triu(const Tensor& x, int64_t diagonal = 0);
+/// (x + xᵀ)/2 of a square matrix, tagged Symmetric. Differentiable: grad = (G + Gᵀ)/2.
+/// Example: `auto S = sg::sym(W);`
+Symmetric sym(const Tensor& x);
+/// x tagged UpperTriangular after checking that every entry below the diagonal is exactly 0;
+/// throws sg::Error naming the first offending entry. Example: `auto U = sg::as_upper(t);`
+UpperTriangular as_upper(const Tensor& x);
+/// x tagged Symmetric after checking x[i][j] == x[j][i] bit for bit; throws naming the
+/// first offending pair. Example: `auto S = sg::as_symmetric(t);`
+Symmetric as_symmetric(const Tensor& x);
+
+/// An n×n upper-triangular matrix. Example:
+/// `auto U = sg::UpperTriangular::randn(64).requires_grad_();  auto C = sg::matmul(U, U);`
+class UpperTriangular : public Tensor {
+ public:
+  UpperTriangular() = default;
+  /// Wraps a tensor already tagged UpperTriangular (throws otherwise; see triu / as_upper).
+  explicit UpperTriangular(const Tensor& t);
+  /// triu of a standard-normal matrix.
+  static UpperTriangular randn(int64_t n, TensorOptions options = {});
+  /// The n×n zero matrix, tagged Upper. Example: `auto w = sg::UpperTriangular::zeros(16).requires_grad_();`
+  static UpperTriangular zeros(int64_t n, TensorOptions options = {});
+  /// The n×n identity, tagged Upper. Example: `auto u = sg::UpperTriangular::eye(8);`
+  static UpperTriangular eye(int64_t n, TensorOptions options = {});
+  /// The side n. Example: `u.n() == u.size(0)`.
+  int64_t n() const { return size(0); }
+  /// Tensor::requires_grad_ keeping the static type. Example: `auto u = sg::UpperTriangular::eye(4).requires_grad_();`
+  UpperTriangular& requires_grad_(bool requires = true) {
+    Tensor::requires_grad_(requires);
+    return *this;
+  }
+};
+
+/// An n×n symmetric matrix. Example: `auto S = sg::Symmetric::randn(64);`
+class Symmetric : public Tensor {
+ public:
+  Symmetric() = default;
+  /// Wraps a tensor already tagged Symmetric (throws otherwise; see sym / as_symmetric).
+  explicit Symmetric(const Tensor& t);
+  /// sym of a standard-normal matrix times √2, so off-diagonal entries are standard normal.
+  static Symmetric randn(int64_t n, TensorOptions options = {});
+  /// The n×n zero matrix, tagged Symmetric. Example: `auto s = sg::Symmetric::zeros(8).requires_grad_();`
+  static Symmetric zeros(int64_t n, TensorOptions options = {});
+  /// The n×n identity, tagged Symmetric. Example: `auto s = sg::Symmetric::eye(8);`
+  static Symmetric eye(int64_t n, TensorOptions options = {});
+  /// The side n. Example: `s.n() == s.size(0)`.
+  int64_t n() const { return size(0); }
+  /// Tensor::requires_grad_ keeping the static type. Example: `auto s = sg::Symmetric::eye(4).requires_grad_();`
+  Symmetric& requires_grad_(bool requires = true) {
+    Tensor::requires_grad_(requires);
+    return *this;
+  }
+};
+
+// Static structure where the rules of DESIGN §1 know it.
+/// @{
+/// Elementwise ops whose result type the structure rules know statically: Upper ± Upper,
+/// −Upper, Upper ⊙ anything and Upper·scalar are Upper. Example: `sg::UpperTriangular v = 2.0 * u - u;`
+UpperTriangular operator+(const UpperTriangular& a, const UpperTriangular& b);
+UpperTriangular operator-(const UpperTriangular& a, const UpperTriangular& b);
+UpperTriangular operator-(const UpperTriangular& a);
+UpperTriangular operator*(const UpperTriangular& a, const UpperTriangular& b);
+UpperTriangular operator*(const UpperTriangular& a, const Tensor& b);
+UpperTriangular operator*(const Tensor& a, const UpperTriangular& b);
+UpperTriangular operator*(const UpperTriangular& a, double s);
+UpperTriangular operator*(double s, const UpperTriangular& a);
+/// @}
+/// @{
+/// Sym ± Sym, −Sym, Sym ⊙ Sym and Sym·scalar are Symmetric. Example: `sg::Symmetric t = s + s * s;`
+Symmetric operator+(const Symmetric& a, const Symmetric& b);
+Symmetric operator-(const Symmetric& a, const Symmetric& b);
+Symmetric operator-(const Symmetric& a);
+Symmetric operator*(const Symmetric& a, const Symmetric& b);
+Symmetric operator*(const Symmetric& a, double s);
+Symmetric operator*(double s, const Symmetric& a);
+/// @}
+
+}  // namespace sg

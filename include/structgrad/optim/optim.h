@@ -1,0 +1,103 @@
+// Optimizers (like torch::optim): SGD with momentum / Nesterov / weight decay and Adam
+// (bias-corrected; AdamW with decoupled weight decay). step() updates each parameter in
+// place with one fused kernel, outside the tape. A structured parameter stays structured:
+// its gradient is a projection onto the structure and every update is elementwise.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <structgrad/core/tensor.h>
+
+namespace sg::optim {
+
+/// The base of the optimizers: holds the parameters (shared handles, updated in place).
+/// Example: `sg::optim::Optimizer& opt = adam; opt.zero_grad();`
+class Optimizer {
+ public:
+  /// Takes the parameters to update (leaves requiring grad).
+  explicit Optimizer(std::vector<Tensor> params);
+  virtual ~Optimizer() = default;
+  /// Drops every parameter's gradient. Example: `opt.zero_grad(); loss.backward(); opt.step();`
+  void zero_grad();
+  /// Applies one update to every parameter that has a gradient.
+  virtual void step() = 0;
+  /// The parameters this optimizer updates. Example: `for (auto& p : opt.params()) ...`
+  const std::vector<Tensor>& params() const { return params_; }
+  /// Hyper-parameters, step count and buffers as named tensors (buffers shared, not copied), for
+  /// checkpoints that resume bit-identically. Example: `sg::save_npz("opt.npz", opt.state_dict());`
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  /// Restores a state_dict() of the same optimizer type over the same parameter shapes and dtypes
+  /// (hyper-parameters included, like libtorch); all is checked before anything changes.
+  /// Example: `opt.load_state_dict(sg::load_npz("opt.npz"));`
+  virtual void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+
+ protected:
+  std::vector<Tensor> params_;  ///< the parameters, in the order given
+};
+
+/// SGD hyper-parameters (PyTorch's meaning). Example: `{.lr = 0.1, .momentum = 0.9}`.
+struct SGDOptions {
+  double lr = 0.01;            ///< learning rate
+  double momentum = 0.0;       ///< momentum factor (0: plain SGD)
+  double dampening = 0.0;      ///< dampening of the momentum
+  double weight_decay = 0.0;   ///< L2 penalty added to the gradient
+  bool nesterov = false;       ///< Nesterov momentum
+};
+
+/// Example: `sg::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});`
+class SGD : public Optimizer {
+ public:
+  /// Example: `sg::optim::SGD opt({w}, {.lr = 0.1});`
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  void step() override;
+  /// Options and momentum buffers ("sgd.lr", "sgd.momentum_buffer.0", ...). Example: `auto s = opt.state_dict();`
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override;
+  /// Restores SGD::state_dict(). Example: `opt.load_state_dict(s);`
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  SGDOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
+
+ private:
+  std::vector<Tensor> momentum_;
+  std::vector<bool> started_;
+};
+
+/// Adam hyper-parameters (PyTorch's defaults). Example: `{.lr = 0.05, .weight_decay = 1e-4}`.
+struct AdamOptions {
+  double lr = 1e-3;            ///< learning rate
+  double beta1 = 0.9;          ///< decay of the first moment
+  double beta2 = 0.999;        ///< decay of the second moment
+  double eps = 1e-8;           ///< added to the denominator
+  double weight_decay = 0.0;   ///< L2 penalty (or decoupled decay for AdamW)
+  bool decoupled_weight_decay = false;  ///< AdamW
+};
+
+/// Example: `sg::optim::Adam opt({U, mu}, {.lr = 0.05});`
+class Adam : public Optimizer {
+ public:
+  /// Example: `sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});`
+  Adam(std::vector<Tensor> params, AdamOptions options);
+  void step() override;
+  /// Options, step count and moments ("adam.step", "adam.exp_avg.0", ...). Example: `auto s = opt.state_dict();`
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override;
+  /// Restores Adam::state_dict(). Example: `opt.load_state_dict(s);`
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
+  AdamOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
+  /// Number of step() calls so far (the t of the bias correction). Example: `opt.steps_taken()`.
+  int64_t steps_taken() const { return step_; }
+  /// @{
+  /// The first and second moment buffers of parameter i (for checkpoints).
+  /// Example: `auto m = opt.exp_avg(0);`
+  Tensor& exp_avg(size_t i) { return exp_avg_.at(i); }
+  Tensor& exp_avg_sq(size_t i) { return exp_avg_sq_.at(i); }
+  /// @}
+  /// Sets the step count (restoring a checkpoint). Example: `opt.set_steps_taken(100);`
+  void set_steps_taken(int64_t s) { step_ = s; }
+
+ private:
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  int64_t step_ = 0;
+};
+
+}  // namespace sg::optim

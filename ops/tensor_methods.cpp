@@ -1,0 +1,126 @@
+// What core's Tensor methods and the autograd engine need from the ops layer (core/dispatch.h,
+// autograd/gradient_math.h), installed when the library is loaded: device and dtype copies through
+// the device's backend, the in-place writes, the differentiable to() and dense(), backward, and
+// the engine's gradient sums and projections.
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/autograd/node.h>
+#include <structgrad/ops/elementwise.h>
+#include <structgrad/ops/structure.h>
+
+#include "autograd/gradient_math.h"
+#include "core/dispatch.h"
+#include "ops/backend.h"
+
+namespace sg::detail {
+
+namespace {
+
+Tensor copy_to(const Tensor& src, Device device, DType dtype) {
+  Tensor out = make_tensor(src.shape(), dtype, device, src.structure());
+  if (src.numel() == 0) return out;
+  if (src.device() == device) {
+    backend_for(device).copy(src, out);
+  } else if (src.device().is_cpu()) {
+    // Convert on the host first, then one upload.
+    Tensor host = src.dtype() == dtype ? src : copy_to(src, src.device(), dtype);
+    backend_for(device).copy_from_host(host.data_ptr(), out);
+  } else if (device.is_cpu()) {
+    Tensor host = make_tensor(src.shape(), src.dtype(), device, src.structure());
+    backend_for(src.device()).copy_to_host(src, host.data_ptr());
+    if (dtype != src.dtype()) return copy_to(host, device, dtype);
+    return host;
+  } else {
+    // Between two GPUs: through the host (rare; peer copies are not needed here).
+    return copy_to(copy_to(src, kCPU, src.dtype()), device, dtype);
+  }
+  return out;
+}
+
+Tensor to_device(const Tensor& src, Device device) {
+  Tensor out = copy_to(src, device, src.dtype());
+  if (autograd::needs_record({src})) {
+    const Device from = src.device();
+    autograd::record("to(device)", {src}, {out}, {}, [from](autograd::BackwardContext& ctx) {
+      return std::vector<Tensor>{ctx.grad_outputs[0].to(from)};
+    });
+  }
+  return out;
+}
+
+Tensor to_dtype(const Tensor& src, DType dtype) {
+  Tensor out = copy_to(src, src.device(), dtype);
+  if (autograd::needs_record({src})) {
+    const DType from = src.dtype();
+    autograd::record("to(dtype)", {src}, {out}, {}, [from](autograd::BackwardContext& ctx) {
+      return std::vector<Tensor>{ctx.grad_outputs[0].to(from)};
+    });
+  }
+  return out;
+}
+
+void check_writable(const char* op, const Tensor& t) {
+  SG_CHECK(!(autograd::grad_mode_enabled() && t.requires_grad() && t.is_leaf()), op,
+           ": a leaf that requires grad is being written in place; use sg::NoGradGuard");
+}
+
+void copy_into(Tensor& dst, const Tensor& src) {
+  SG_CHECK(src.defined(), "copy_: the source is undefined");
+  check_same_device_dtype("copy_", dst, src);
+  SG_CHECK(src.shape() == dst.shape(), "copy_: source of shape ", src.shape(),
+           " does not fit destination of shape ", dst.shape());
+  check_writable("copy_", dst);
+  if (dst.numel() > 0) backend_for(dst.device()).copy(src, dst);
+  dst.impl().storage->version++;
+}
+
+void fill(Tensor& t, double value) {
+  check_writable("fill_", t);
+  if (t.numel() > 0) backend_for(t.device()).fill(t, value);
+  t.impl().storage->version++;
+}
+
+Tensor dense(const Tensor& t) {
+  Tensor out = alias_with(t, t.shape(), Structure::Dense);
+  if (autograd::needs_record({t})) {
+    autograd::record("dense", {t}, {out}, {}, [](autograd::BackwardContext& ctx) {
+      return std::vector<Tensor>{ctx.grad_outputs[0]};
+    });
+  }
+  return out;
+}
+
+const char* producer_name(const Tensor& t) {
+  return t.impl().grad_fn ? t.impl().grad_fn->name.c_str() : "";
+}
+
+Tensor add_tensors(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor triu_tensor(const Tensor& g) { return triu(g); }
+Tensor sym_tensor(const Tensor& g) { return sym(g); }
+
+bool install() {
+  TensorMethods methods;
+  methods.copy_to = copy_to;
+  methods.to_device = to_device;
+  methods.to_dtype = to_dtype;
+  methods.copy_into = copy_into;
+  methods.fill = fill;
+  methods.dense = dense;
+  methods.backward = autograd::run_backward;
+  methods.project_gradient = autograd::project_gradient;
+  methods.producer_name = producer_name;
+  set_tensor_methods(methods);
+  autograd::GradientMath math;
+  math.add = add_tensors;
+  math.triu = triu_tensor;
+  math.sym = sym_tensor;
+  autograd::set_gradient_math(math);
+  return true;
+}
+
+}  // namespace
+
+}  // namespace sg::detail
+
+/// Installed when the library is loaded. A static structgrad is linked with this symbol asked for
+/// (CMakeLists.txt: --undefined), so that this translation unit is always part of the program.
+extern "C" const bool structgrad_ops_installed = sg::detail::install();
