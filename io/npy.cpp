@@ -4,7 +4,6 @@
 #include "io/npy.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +13,8 @@
 #include <limits>
 #include <random>
 #include <set>
+
+#include <zlib.h>
 
 #include "autograd/grad_mode.h"
 
@@ -426,22 +427,19 @@ Tensor host_tensor(const Tensor& t, const char* op, const std::string& name) {
   return t.detach().to(kCPU);
 }
 
-// ---- CRC-32 (ZIP's: reflected polynomial 0xEDB88320) --------------------------------------
+// ---- CRC-32 (ZIP's), through zlib ---------------------------------------------------------
 
+/// Continues the CRC-32 `crc` over n bytes, in pieces that fit zlib's 32-bit lengths.
 uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t c = crc ^ 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc;
+  while (n > 0) {
+    const uInt piece = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
+    c = ::crc32(c, p, piece);
+    p += piece;
+    n -= piece;
+  }
+  return static_cast<uint32_t>(c);
 }
 
 // ---- the ZIP container -------------------------------------------------------------------
