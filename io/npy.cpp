@@ -457,17 +457,29 @@ constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: repro
 constexpr uint16_t kUtf8NameFlag = 0x0800;
 constexpr size_t kLocalHeaderSize = 30, kCentralHeaderSize = 46, kEndSize = 22;
 
+std::string hex32(uint32_t v) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
+
 struct ZipEntry {
   std::string name;
   uint16_t flags = 0, method = 0;
   uint32_t crc = 0;
   uint64_t compressed_size = 0, size = 0, local_offset = 0;
+  uint64_t data_offset = 0;  // after the local header; set by locate_entries
 };
 
-std::string hex32(uint32_t v) {
-  char text[11];
-  std::snprintf(text, sizeof text, "0x%08x", v);
-  return text;
+constexpr char kNpySuffix[] = ".npy";
+constexpr size_t kNpySuffixLength = 4;
+
+/// The array's name: the entry's without ".npy" (locate_entries has checked the suffix).
+std::string array_name(const ZipEntry& e) { return e.name.substr(0, e.name.size() - kNpySuffixLength); }
+
+void check_crc32(const std::string& entry, uint32_t stored, uint32_t computed) {
+  SG_CHECK(computed == stored, entry, " fails its CRC-32 check (stored ", hex32(stored), ", computed ", hex32(computed),
+           "): the archive is corrupt");
 }
 
 bool is_ascii(const std::string& s) {
@@ -481,6 +493,17 @@ bool starts_with_npy_magic(ByteSource& src) {
   char head[kNpyMagicLength];
   src.read(0, head, kNpyMagicLength);
   return std::memcmp(head, kNpyMagic, kNpyMagicLength) == 0;
+}
+
+/// Checks the disk fields of an end record (`record` names it): a .npz is one file, so both disk
+/// numbers are 0 and the entries on this disk are all the entries.
+void check_single_disk(const std::string& file, const char* record, uint64_t disk, uint64_t directory_disk,
+                       uint64_t count_on_disk, uint64_t count) {
+  SG_CHECK(disk == 0 && directory_disk == 0, file, "'s ", record, " numbers this disk ", disk,
+           " and the central directory's disk ", directory_disk,
+           ", where a single-file archive has 0 for both: the field is corrupt (split archives are not read)");
+  SG_CHECK(count_on_disk == count, file, "'s ", record, " counts ", count_on_disk, " entries on this disk but ", count,
+           " in all, where a single-file archive has one number for both: the archive is corrupt");
 }
 
 /// The central directory's entries, after locating it through the (ZIP64) end record.
@@ -508,8 +531,7 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
   const unsigned char* end = tail.data() + end_at;
   const uint64_t end_offset = size - tail_size + static_cast<uint64_t>(end_at);
   uint64_t count = get16(end + 10), cd_size = get32(end + 12), cd_offset = get32(end + 16);
-  SG_CHECK(get16(end + 4) == 0 && get16(end + 6) == 0 && get16(end + 8) == count, file,
-           " is a multi-part ZIP archive, which is not supported");
+  check_single_disk(file, "end record", get16(end + 4), get16(end + 6), get16(end + 8), count);
   uint64_t records_start = end_offset;
   if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
     // ZIP64: a locator (20 bytes) right before the end record points at the ZIP64 end record (56+).
@@ -524,8 +546,8 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
     unsigned char record[56];
     src.read(record_offset, record, 56);
     SG_CHECK(get32(record) == kZip64EndSignature, file, " has no ZIP64 end record where its locator points: it is corrupt");
-    SG_CHECK(get32(record + 16) == 0 && get32(record + 20) == 0 && get64(record + 24) == get64(record + 32), file,
-             " is a multi-part ZIP archive, which is not supported");
+    check_single_disk(file, "ZIP64 end record", get32(record + 16), get32(record + 20), get64(record + 24),
+                      get64(record + 32));
     count = get64(record + 32);
     cd_size = get64(record + 40);
     cd_offset = get64(record + 48);
@@ -534,14 +556,17 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
   SG_CHECK(cd_offset <= records_start && cd_size <= records_start - cd_offset, file, "'s central directory (",
            cd_size, " bytes at offset ", cd_offset, ") runs past its end record at ", records_start,
            ": the archive is truncated or corrupt");
-  SG_CHECK(count <= cd_size / kCentralHeaderSize, file, " claims ", count, " entries in a central directory of ",
-           cd_size, " bytes: the archive is corrupt");
+  SG_CHECK(cd_offset + cd_size == records_start, file, "'s central directory (", cd_size, " bytes at offset ",
+           cd_offset, ") ends ", records_start - cd_offset - cd_size, " bytes before its end record at ",
+           records_start, ", which must follow it directly: the archive is corrupt");
   std::vector<unsigned char> cd(static_cast<size_t>(cd_size));
   if (cd_size) src.read(cd_offset, cd.data(), cd.size());
 
+  // Every entry the directory's bytes hold is parsed, then their number is checked against the
+  // end record's count: an archive is read whole or not at all.
   std::vector<ZipEntry> entries;
   size_t pos = 0;
-  for (uint64_t i = 0; i < count; ++i) {
+  for (uint64_t i = 0; pos < cd.size(); ++i) {
     SG_CHECK(cd.size() - pos >= kCentralHeaderSize && get32(cd.data() + pos) == kCentralHeaderSignature, file,
              "'s central directory entry ", i, " is missing or corrupt");
     const unsigned char* h = cd.data() + pos;
@@ -575,8 +600,62 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
     entries.push_back(e);
     pos += kCentralHeaderSize + name_length + extra_length + comment_length;
   }
+  SG_CHECK(entries.size() == count, file, "'s end record counts ", count, " entries, but its central directory (",
+           cd_size, " bytes at offset ", cd_offset, ") holds ", entries.size(), ": the archive is corrupt");
   data_end = cd_offset;
   return entries;
+}
+
+/// Checks each entry's name, method and local header, and that no two entries share bytes; sets
+/// each data_offset. No entry's data is read here.
+void locate_entries(ByteSource& src, std::vector<ZipEntry>& entries, const std::string& file, uint64_t data_end) {
+  std::set<std::string> names;
+  for (ZipEntry& e : entries) {
+    const std::string entry = file + " entry '" + e.name + "'";
+    SG_CHECK(!(e.flags & 1), entry, " is encrypted, which is not supported");
+    if (e.method == 8)
+      SG_FAIL(entry, " is deflate-compressed (as np.savez_compressed writes); structgrad reads uncompressed "
+              "archives: save them with np.savez");
+    SG_CHECK(e.method == 0, entry, " uses ZIP compression method ", e.method,
+             "; structgrad reads only stored (uncompressed) entries, as np.savez writes");
+    SG_CHECK(e.compressed_size == e.size, entry, " is stored but its compressed size (", e.compressed_size,
+             ") differs from its size (", e.size, "): the archive is corrupt");
+    SG_CHECK(e.name.size() > kNpySuffixLength &&
+                 e.name.compare(e.name.size() - kNpySuffixLength, kNpySuffixLength, kNpySuffix) == 0,
+             entry, " is not a .npy array (names in a .npz end in .npy)");
+    SG_CHECK(names.insert(array_name(e)).second, file, " holds the entry '", e.name, "' twice");
+
+    SG_CHECK(e.local_offset <= data_end && data_end - e.local_offset >= kLocalHeaderSize, entry,
+             " has its local header at offset ", e.local_offset, ", outside the archive data (", data_end,
+             " bytes): the archive is corrupt");
+    unsigned char local[kLocalHeaderSize];
+    src.read(e.local_offset, local, kLocalHeaderSize);
+    SG_CHECK(get32(local) == kLocalHeaderSignature, entry, " has no local header at offset ", e.local_offset,
+             ": the archive is corrupt");
+    const uint64_t name_length = get16(local + 26), extra_length = get16(local + 28);
+    e.data_offset = e.local_offset + kLocalHeaderSize + name_length + extra_length;
+    SG_CHECK(e.data_offset <= data_end && e.compressed_size <= data_end - e.data_offset, entry,
+             " is truncated: it needs ", e.compressed_size, " bytes at offset ", e.data_offset,
+             " but the archive data ends at ", data_end);
+    std::string local_name(static_cast<size_t>(name_length), '\0');
+    src.read(e.local_offset + kLocalHeaderSize, local_name.data(), local_name.size());
+    SG_CHECK(local_name == e.name, entry, " is named '", local_name,
+             "' in its local header: the archive is corrupt");
+  }
+  // In file order each entry ends before the next one's local header: a directory that points
+  // two entries at the same bytes is corrupt (and would let a small file inflate many times over).
+  std::vector<const ZipEntry*> in_file_order;
+  for (const ZipEntry& e : entries) in_file_order.push_back(&e);
+  std::sort(in_file_order.begin(), in_file_order.end(),
+            [](const ZipEntry* a, const ZipEntry* b) { return a->local_offset < b->local_offset; });
+  for (size_t i = 1; i < in_file_order.size(); ++i) {
+    const ZipEntry& before = *in_file_order[i - 1];
+    const ZipEntry& after = *in_file_order[i];
+    const uint64_t before_end = before.data_offset + before.compressed_size;
+    SG_CHECK(before_end <= after.local_offset, file, "'s entries '", before.name, "' (bytes ", before.local_offset,
+             " to ", before_end, ") and '", after.name, "' (from byte ", after.local_offset,
+             ") overlap: the archive is corrupt");
+  }
 }
 
 }  // namespace
@@ -684,50 +763,18 @@ NamedTensors load_npz(const std::string& path, LoadOptions options) {
   FileSource src(path, "load_npz");
   const std::string file = "load_npz: " + path;
   uint64_t data_end = 0;
-  const std::vector<ZipEntry> entries = read_central_directory(src, file, data_end);
+  std::vector<ZipEntry> entries = read_central_directory(src, file, data_end);
+  locate_entries(src, entries, file, data_end);
 
   NamedTensors out;
-  std::set<std::string> names;
   std::vector<unsigned char> bytes;
   for (const ZipEntry& e : entries) {
     const std::string entry = file + " entry '" + e.name + "'";
-    SG_CHECK(!(e.flags & 1), entry, " is encrypted, which is not supported");
-    if (e.method == 8)
-      SG_FAIL(entry, " is deflate-compressed (as np.savez_compressed writes); structgrad reads uncompressed "
-              "archives: save them with np.savez");
-    SG_CHECK(e.method == 0, entry, " uses ZIP compression method ", e.method,
-             "; structgrad reads only stored (uncompressed) entries, as np.savez writes");
-    SG_CHECK(e.compressed_size == e.size, entry, " is stored but its compressed size (", e.compressed_size,
-             ") differs from its size (", e.size, "): the archive is corrupt");
-    const std::string suffix = ".npy";
-    SG_CHECK(e.name.size() > suffix.size() && e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0,
-             entry, " is not a .npy array (names in a .npz end in .npy)");
-    const std::string name = e.name.substr(0, e.name.size() - suffix.size());
-    SG_CHECK(names.insert(name).second, file, " holds the entry '", e.name, "' twice");
-
-    SG_CHECK(e.local_offset <= data_end && data_end - e.local_offset >= kLocalHeaderSize, entry,
-             " has its local header at offset ", e.local_offset, ", outside the archive data (", data_end,
-             " bytes): the archive is corrupt");
-    unsigned char local[kLocalHeaderSize];
-    src.read(e.local_offset, local, kLocalHeaderSize);
-    SG_CHECK(get32(local) == kLocalHeaderSignature, entry, " has no local header at offset ", e.local_offset,
-             ": the archive is corrupt");
-    const uint64_t name_length = get16(local + 26), extra_length = get16(local + 28);
-    const uint64_t data_offset = e.local_offset + kLocalHeaderSize + name_length + extra_length;
-    SG_CHECK(data_offset <= data_end && e.size <= data_end - data_offset, entry, " is truncated: it needs ", e.size,
-             " bytes at offset ", data_offset, " but the archive data ends at ", data_end);
-    std::string local_name(static_cast<size_t>(name_length), '\0');
-    src.read(e.local_offset + kLocalHeaderSize, local_name.data(), local_name.size());
-    SG_CHECK(local_name == e.name, entry, " is named '", local_name,
-             "' in its local header: the archive is corrupt");
-
     bytes.resize(static_cast<size_t>(e.size));
-    if (e.size) src.read(data_offset, bytes.data(), bytes.size());
-    const uint32_t crc = crc32_update(0, bytes.data(), bytes.size());
-    SG_CHECK(crc == e.crc, entry, " fails its CRC-32 check (stored ", hex32(e.crc), ", computed ", hex32(crc),
-             "): the archive is corrupt");
+    if (e.size) src.read(e.data_offset, bytes.data(), bytes.size());
+    check_crc32(entry, e.crc, crc32_update(0, bytes.data(), bytes.size()));
     MemorySource entry_source(bytes.data(), bytes.size());
-    out.emplace_back(name, read_npy(entry_source, entry, options));
+    out.emplace_back(array_name(e), read_npy(entry_source, entry, options));
   }
   return out;
 }

@@ -522,6 +522,106 @@ TEST_F(IoTest, CorruptNpzFilesGiveClearErrors) {
   EXPECT_TRUE(contains_all(load_bad(zip_archive({{"n.npy", inner}}, false)), {file + " entry 'n.npy' has dtype '<i4'"}));
 }
 
+// ---- the ZIP directory is read whole or not at all --------------------------------------------
+
+/// An archive of x, y, z as save_npz writes it, and where its end record starts (no comment).
+struct XyzArchive {
+  std::string bytes;
+  size_t end = 0;
+  uint32_t directory_size = 0, directory_offset = 0;
+};
+
+XyzArchive xyz_archive(const std::string& path) {
+  sg::save_npz(path, {{"x", sg::ones({2})}, {"y", sg::zeros({3})}, {"z", sg::full({}, 4.0)}});
+  XyzArchive a;
+  a.bytes = read_bytes(path);
+  a.end = a.bytes.size() - 22;
+  a.directory_size = get32(a.bytes, a.end + 12);
+  a.directory_offset = get32(a.bytes, a.end + 16);
+  return a;
+}
+
+TEST_F(IoTest, NpzEndRecordCountBelowTheDirectoryIsAnError) {
+  const XyzArchive a = xyz_archive(path("xyz.npz"));
+  ASSERT_EQ(get32(a.bytes, a.end), 0x06054b50u);
+  ASSERT_EQ(a.bytes[a.end + 8], 3);
+  ASSERT_EQ(a.bytes[a.end + 10], 3);
+  ASSERT_EQ(sg::load_npz(path("xyz.npz")).size(), 3u);
+  // The count lowered from 3 to 2, on this disk and in all: Python's zipfile still reads 3
+  // arrays (it goes by the directory's byte size); we refuse rather than return 2.
+  std::string two = a.bytes;
+  two[a.end + 8] = two[a.end + 10] = 2;
+  write_bytes(path("two.npz"), two);
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npz(path("two.npz")); }),
+            "load_npz: " + path("two.npz") + "'s end record counts 2 entries, but its central directory (" +
+                std::to_string(a.directory_size) + " bytes at offset " + std::to_string(a.directory_offset) +
+                ") holds 3: the archive is corrupt");
+  std::string four = a.bytes;
+  four[a.end + 8] = four[a.end + 10] = 4;
+  write_bytes(path("four.npz"), four);
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npz(path("four.npz")); }),
+                           {"load_npz: " + path("four.npz"), "counts 4 entries", "holds 3"}));
+}
+
+TEST_F(IoTest, NpzDirectoryMustEndWhereTheEndRecordBegins) {
+  // Count and byte size both lowered to leave out z's directory entry (46 bytes + "z.npy"):
+  // the two agree, but the bytes between the directory and the end record give it away.
+  const XyzArchive a = xyz_archive(path("xyz.npz"));
+  std::string shortened = a.bytes;
+  shortened[a.end + 8] = shortened[a.end + 10] = 2;
+  const uint32_t size = a.directory_size - (46 + 5);
+  for (int i = 0; i < 4; ++i) shortened[a.end + 12 + i] = static_cast<char>((size >> (8 * i)) & 0xFF);
+  write_bytes(path("short.npz"), shortened);
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npz(path("short.npz")); }),
+            "load_npz: " + path("short.npz") + "'s central directory (" + std::to_string(size) + " bytes at offset " +
+                std::to_string(a.directory_offset) + ") ends 51 bytes before its end record at " +
+                std::to_string(a.end) + ", which must follow it directly: the archive is corrupt");
+}
+
+TEST_F(IoTest, NpzDiskFieldsSayWhatIsInconsistent) {
+  const XyzArchive a = xyz_archive(path("xyz.npz"));
+  auto load_with = [&](size_t field, char value) {
+    std::string bytes = a.bytes;
+    bytes[a.end + field] = value;
+    write_bytes(path("disk.npz"), bytes);
+    return sgtest::message_of([&] { sg::load_npz(path("disk.npz")); });
+  };
+  const std::string file = "load_npz: " + path("disk.npz");
+  const std::string this_disk = load_with(4, 1), directory_disk = load_with(6, 7), on_disk = load_with(8, 2);
+  EXPECT_EQ(this_disk, file + "'s end record numbers this disk 1 and the central directory's disk 0, where a "
+                              "single-file archive has 0 for both: the field is corrupt (split archives are not read)");
+  EXPECT_TRUE(contains_all(directory_disk, {file + "'s end record numbers this disk 0 and the central directory's disk 7"}));
+  EXPECT_EQ(on_disk, file + "'s end record counts 2 entries on this disk but 3 in all, where a single-file archive "
+                            "has one number for both: the archive is corrupt");
+  for (const std::string& message : {this_disk, directory_disk, on_disk})
+    EXPECT_FALSE(sgtest::contains(message, "multi-part")) << message;
+
+  // The same fields of a ZIP64 end record.
+  const std::string one = npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", bytes_of(std::vector<double>{1}));
+  std::string zip64 = zip_archive({{"a.npy", one}}, true);
+  const size_t record = zip64.find(std::string("PK\x06\x06", 4));
+  ASSERT_NE(record, std::string::npos);
+  zip64[record + 16] = 2;
+  write_bytes(path("disk.npz"), zip64);
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npz(path("disk.npz")); }),
+                           {file + "'s ZIP64 end record numbers this disk 2 and the central directory's disk 0"}));
+}
+
+TEST_F(IoTest, NpzEntriesThatShareBytesAreAnError) {
+  sg::save_npz(path("ok.npz"), {{"w", sg::ones({2, 2})}, {"b", sg::zeros({2})}});
+  std::string bytes = read_bytes(path("ok.npz"));
+  // w's entry (a 128-byte header and 16 bytes of data at offset 35) claims 10 bytes more,
+  // reaching into b's local header at 179.
+  const size_t cd = bytes.find(std::string("PK\x01\x02", 4));
+  ASSERT_NE(cd, std::string::npos);
+  ASSERT_EQ(get32(bytes, cd + 20), 144u);
+  for (size_t field : {cd + 20, cd + 24}) bytes.replace(field, 4, std::string("\x9a\x00\x00\x00", 4));
+  write_bytes(path("overlap.npz"), bytes);
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npz(path("overlap.npz")); }),
+            "load_npz: " + path("overlap.npz") +
+                "'s entries 'w.npy' (bytes 0 to 189) and 'b.npy' (from byte 179) overlap: the archive is corrupt");
+}
+
 TEST_F(IoTest, SaveNpzRejectsBadNames) {
   const sg::Tensor x = sg::ones({2});
   EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npz(path("a.npz"), {{"x", x}, {"x", x}}); }),
