@@ -155,6 +155,7 @@ class OutFile {
 constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kNpyMagicLength = 6;
 constexpr size_t kNpyAlignment = 64;
+constexpr size_t kNpyMaxDims = 64;  // NumPy's NPY_MAXDIMS
 
 struct NpyArrayInfo {
   DType dtype = DType::Float32;
@@ -174,23 +175,14 @@ std::string shape_tuple(const Shape& shape) {
 std::string npy_preamble(const Tensor& host) {
   const std::string dict = std::string("{'descr': '") + (host.dtype() == DType::Float32 ? "<f4" : "<f8") +
                            "', 'fortran_order': False, 'shape': " + shape_tuple(host.shape()) + ", }";
-  auto padded_header = [&](size_t prefix_length) {
-    const size_t unpadded = prefix_length + dict.size() + 1;  // + '\n'
-    const size_t pad = (kNpyAlignment - unpadded % kNpyAlignment) % kNpyAlignment;
-    return dict + std::string(pad, ' ') + "\n";
-  };
+  // Version 1.0 always: with at most 64 dimensions the header stays far below its 64 KiB limit.
+  const size_t unpadded = 10 + dict.size() + 1;  // preamble + dict + '\n'
+  const size_t pad = (kNpyAlignment - unpadded % kNpyAlignment) % kNpyAlignment;
+  const std::string header = dict + std::string(pad, ' ') + "\n";
   std::string out(kNpyMagic, kNpyMagicLength);
-  std::string header = padded_header(10);
-  if (header.size() <= 0xFFFF) {
-    out += '\x01';
-    out += '\x00';
-    put16(out, static_cast<uint16_t>(header.size()));
-  } else {  // only for shapes of thousands of dimensions
-    header = padded_header(12);
-    out += '\x02';
-    out += '\x00';
-    put32(out, static_cast<uint32_t>(header.size()));
-  }
+  out += '\x01';
+  out += '\x00';
+  put16(out, static_cast<uint16_t>(header.size()));
   return out + header;
 }
 
@@ -385,22 +377,23 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   SG_CHECK(!fortran_order.flag, what,
            " is stored in Fortran (column-major) order; structgrad reads C order: save np.ascontiguousarray(arr)");
 
-  const uint64_t item = element_size(info.dtype);
-  uint64_t numel = 1;
-  bool overflow = false;
-  for (uint64_t d : shape.ints) {
+  SG_CHECK(shape.ints.size() <= kNpyMaxDims, what, " has a shape of ", shape.ints.size(),
+           " dimensions; NumPy allows at most ", kNpyMaxDims, ": the header is corrupt");
+  // As NumPy checks an array's size: the non-zero dimensions times the element size fit in a
+  // signed 64-bit byte count, even when a zero dimension leaves no elements, as in (2**62, 0).
+  int64_t bytes = static_cast<int64_t>(element_size(info.dtype));
+  bool overflow = false, empty = false;
+  for (uint64_t d : shape.ints) {  // each d <= INT64_MAX (parse_uint)
     info.shape.push_back(static_cast<int64_t>(d));
-    if (d != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / d) overflow = true;
-    numel = overflow ? numel : numel * d;
+    if (d == 0)
+      empty = true;
+    else
+      overflow = overflow || __builtin_mul_overflow(bytes, static_cast<int64_t>(d), &bytes);
   }
-  if (std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
-    numel = 0;
-    overflow = false;
-  }
-  SG_CHECK(!overflow && numel <= std::numeric_limits<uint64_t>::max() / item, what, " has shape ", info.shape,
-           " whose size overflows 64 bits: the header is corrupt");
+  SG_CHECK(!overflow, what, " has shape ", info.shape, " whose size overflows 64 bits (its non-zero dimensions times ",
+           element_size(info.dtype), " bytes): the header is corrupt");
   info.data_offset = prefix + header_length;
-  info.data_bytes = numel * item;
+  info.data_bytes = empty ? 0 : static_cast<uint64_t>(bytes);
   const uint64_t available = file_size - info.data_offset;
   SG_CHECK(info.data_bytes <= available, what, " is truncated: header says ", info.shape, " ", dtype_name(info.dtype),
            " (", info.data_bytes, " bytes), file has ", available, " after the ", info.data_offset, "-byte header");
@@ -410,19 +403,43 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   return info;
 }
 
-Tensor read_npy(ByteSource& src, const std::string& what, const LoadOptions& options) {
+/// The array `src` holds, on the CPU in the file's dtype.
+Tensor read_npy_host(ByteSource& src, const std::string& what) {
   const NpyArrayInfo info = read_npy_info(src, what);
   Tensor t = detail::make_tensor(info.shape, info.dtype, kCPU);
   if (info.data_bytes) src.read(info.data_offset, t.data_ptr(), static_cast<size_t>(info.data_bytes));
-  NoGradGuard guard;
-  if (options.dtype_ && *options.dtype_ != t.dtype()) t = t.to(*options.dtype_);
-  if (options.device_ != t.device()) t = t.to(options.device_);
   return t;
 }
 
-/// A host copy of `t` outside any graph (the tensor itself when already on the CPU).
+/// Refuses a device that no tensor can be made on (cuda:0 without CUDA, or without a GPU) before
+/// the file is read, naming the file.
+void check_load_device(const LoadOptions& options, const std::string& file) {
+  if (options.device_.is_cpu()) return;
+  try {
+    detail::make_tensor({0}, DType::Float32, options.device_);
+  } catch (const Error& e) {
+    SG_FAIL(file, " cannot be loaded to ", options.device_, " (", e.what(), ")");
+  }
+}
+
+/// A loaded host tensor in the dtype and on the device `options` ask for.
+Tensor to_requested(Tensor t, const LoadOptions& options, const std::string& what) {
+  NoGradGuard guard;
+  try {
+    if (options.dtype_ && *options.dtype_ != t.dtype()) t = t.to(*options.dtype_);
+    if (options.device_ != t.device()) t = t.to(options.device_);
+  } catch (const Error& e) {
+    SG_FAIL(what, " cannot be loaded to ", options.device_, " (", e.what(), ")");
+  }
+  return t;
+}
+
+/// A host copy of `t` outside any graph (the tensor itself when already on the CPU), checked to
+/// be something NumPy reads.
 Tensor host_tensor(const Tensor& t, const char* op, const std::string& name) {
   SG_CHECK(t.defined(), op, ": tensor ", name, " is undefined");
+  SG_CHECK(static_cast<size_t>(t.dim()) <= kNpyMaxDims, op, ": tensor ", name, " has ", t.dim(),
+           " dimensions; NumPy reads at most ", kNpyMaxDims);
   NoGradGuard guard;
   return t.detach().to(kCPU);
 }
@@ -671,8 +688,10 @@ void save_npy(const std::string& path, const Tensor& t) {
 
 Tensor load_npy(const std::string& path, LoadOptions options) {
   check_host_endianness("load_npy");
+  const std::string file = "load_npy: " + path;
+  check_load_device(options, file);
   FileSource src(path, "load_npy");
-  return read_npy(src, "load_npy: " + path, options);
+  return to_requested(read_npy_host(src, file), options, file);
 }
 
 void save_npz(const std::string& path, const NamedTensors& tensors) {
@@ -760,8 +779,9 @@ void save_npz(const std::string& path, const NamedTensors& tensors) {
 
 NamedTensors load_npz(const std::string& path, LoadOptions options) {
   check_host_endianness("load_npz");
-  FileSource src(path, "load_npz");
   const std::string file = "load_npz: " + path;
+  check_load_device(options, file);
+  FileSource src(path, "load_npz");
   uint64_t data_end = 0;
   std::vector<ZipEntry> entries = read_central_directory(src, file, data_end);
   locate_entries(src, entries, file, data_end);
@@ -774,7 +794,7 @@ NamedTensors load_npz(const std::string& path, LoadOptions options) {
     if (e.size) src.read(e.data_offset, bytes.data(), bytes.size());
     check_crc32(entry, e.crc, crc32_update(0, bytes.data(), bytes.size()));
     MemorySource entry_source(bytes.data(), bytes.size());
-    out.emplace_back(array_name(e), read_npy(entry_source, entry, options));
+    out.emplace_back(array_name(e), to_requested(read_npy_host(entry_source, entry), options, entry));
   }
   return out;
 }

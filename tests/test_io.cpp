@@ -403,6 +403,80 @@ TEST_F(IoTest, CorruptNpyFilesGiveClearErrors) {
   EXPECT_EQ(sg::load_npy(path("good.npy")).to_vector(), (std::vector<double>{1, 2, 3, 4}));
 }
 
+/// A float64 .npy header dict of the given shape tuple.
+std::string f8_header(const std::string& shape) {
+  return "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }";
+}
+
+std::string tuple_of_ones(int n) {
+  std::string t = "(";
+  for (int i = 0; i < n; ++i) t += i ? ", 1" : "1";
+  return t + (n == 1 ? ",)" : ")");
+}
+
+TEST_F(IoTest, NpyShapesOfMoreThan64DimensionsAreRefused) {
+  const std::string one = bytes_of(std::vector<double>{2.5});
+  write_bytes(path("d64.npy"), npy_file(f8_header(tuple_of_ones(64)), one));
+  const sg::Tensor t = sg::load_npy(path("d64.npy"));
+  EXPECT_EQ(t.dim(), 64);
+  EXPECT_EQ(t.to_vector(), (std::vector<double>{2.5}));
+  sg::save_npy(path("d64_again.npy"), t);  // what we read we also write
+  EXPECT_EQ(sg::load_npy(path("d64_again.npy")).shape(), t.shape());
+
+  for (int dims : {65, 20001}) {
+    const std::string name = "d" + std::to_string(dims) + ".npy";
+    write_bytes(path(name), npy_file(f8_header(tuple_of_ones(dims)), one));
+    EXPECT_EQ(sgtest::message_of([&] { sg::load_npy(path(name)); }),
+              "load_npy: " + path(name) + " has a shape of " + std::to_string(dims) +
+                  " dimensions; NumPy allows at most 64: the header is corrupt");
+  }
+  write_bytes(path("d65.npz"), zip_archive({{"a.npy", npy_file(f8_header(tuple_of_ones(65)), one)}}, false));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npz(path("d65.npz")); }),
+                           {"load_npz: " + path("d65.npz") + " entry 'a.npy' has a shape of 65 dimensions"}));
+  // Nor is such a tensor written.
+  const sg::Tensor wide = sg::ones(sg::Shape(65, 1));
+  EXPECT_EQ(sgtest::message_of([&] { sg::save_npy(path("w.npy"), wide); }),
+            "save_npy: tensor for " + path("w.npy") + " has 65 dimensions; NumPy reads at most 64");
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::save_npz(path("w.npz"), {{"w", wide}}); }),
+                           {"save_npz: tensor 'w' has 65 dimensions"}));
+  EXPECT_FALSE(fs::exists(path("w.npy")));
+  EXPECT_FALSE(fs::exists(path("w.npz")));
+}
+
+TEST_F(IoTest, EmptyShapesWithAHugeDimensionAreRefusedByTheLoader) {
+  // No elements, but 2**62 float32s would be 2**64 bytes: NumPy refuses such a shape, and so
+  // does the loader, naming the file, before any tensor is made.
+  for (const std::string& shape : {"(4611686018427387904, 0)", "(0, 4611686018427387904)"}) {
+    const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    write_bytes(path("e.npy"), npy_file(header, ""));
+    const std::string shown = shape[1] == '0' ? "[0, 4611686018427387904]" : "[4611686018427387904, 0]";
+    EXPECT_EQ(sgtest::message_of([&] { sg::load_npy(path("e.npy")); }),
+              "load_npy: " + path("e.npy") + " has shape " + shown +
+                  " whose size overflows 64 bits (its non-zero dimensions times 4 bytes): the header is corrupt");
+    write_bytes(path("e.npz"), zip_archive({{"e.npy", npy_file(header, "")}}, false));
+    EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npz(path("e.npz")); }),
+                             {"load_npz: " + path("e.npz") + " entry 'e.npy' has shape " + shown}));
+  }
+  // An empty shape whose size fits loads.
+  write_bytes(path("fits.npy"), npy_file(f8_header("(1099511627776, 0)"), ""));
+  EXPECT_EQ(sg::load_npy(path("fits.npy")).shape(), (sg::Shape{int64_t{1} << 40, 0}));
+}
+
+TEST_F(IoTest, LoadingToAnUnavailableDeviceNamesTheFile) {
+  if (sg::cuda::is_available()) GTEST_SKIP() << "a CUDA device exists here";
+  sg::save_npy(path("x.npy"), sg::ones({2}));
+  sg::save_npz(path("x.npz"), {{"x", sg::ones({2})}});
+  // Why no tensor can live on cuda:0 here (a build without CUDA, or no GPU), as the tensor says it.
+  const std::string reason = sgtest::message_of([] { sg::zeros({0}, sg::kCUDA); });
+  ASSERT_NE(reason, "(no sg::Error thrown)");
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npy(path("x.npy"), "cuda:0"); }),
+            "load_npy: " + path("x.npy") + " cannot be loaded to cuda:0 (" + reason + ")");
+  EXPECT_EQ(sgtest::message_of([&] { sg::load_npz(path("x.npz"), sg::LoadOptions().device(sg::kCUDA)); }),
+            "load_npz: " + path("x.npz") + " cannot be loaded to cuda:0 (" + reason + ")");
+  if (!sg::cuda::built_with_cuda())
+    EXPECT_EQ(reason, "allocating on cuda:0: structgrad was built without CUDA");
+}
+
 TEST_F(IoTest, MissingFilesAndUnwritablePathsAreNamed) {
   EXPECT_EQ(sgtest::message_of([&] { sg::load_npy(path("absent.npy")); }), "load_npy: no such file: " + path("absent.npy"));
   EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(dir_.string()); }), {"is a directory"}));
