@@ -58,6 +58,8 @@ class ByteSource {
   virtual uint64_t size() const = 0;
   /// Reads n bytes at offset; the caller has checked that offset + n <= size().
   virtual void read(uint64_t offset, void* dst, size_t n) = 0;
+  /// True when size() is what an archive entry declares rather than bytes already at hand.
+  virtual bool size_is_declared() const { return false; }
 };
 
 class FileSource : public ByteSource {
@@ -128,6 +130,15 @@ class OutFile {
   }
   void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
   uint64_t offset() const { return offset_; }
+
+  /// Overwrites bytes written earlier at `at` (a size known only after the data), then goes on
+  /// writing at the end.
+  void patch(uint64_t at, const std::string& bytes) {
+    out_.seekp(static_cast<std::streamoff>(at));
+    out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out_.seekp(0, std::ios::end);
+    SG_CHECK(out_.good(), op_, ": writing ", path_, " failed at offset ", at);
+  }
 
   void commit() {
     out_.flush();
@@ -336,8 +347,10 @@ class HeaderParser {
 /// Reads and checks the preamble and header; the data is checked to fill the rest exactly.
 NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   const uint64_t file_size = src.size();
+  // Read front to back, each byte once (preamble, header, then the data in read_npy_host), so
+  // that an inflated entry can be read as the stream it is.
   unsigned char pre[12] = {};
-  src.read(0, pre, static_cast<size_t>(std::min<uint64_t>(file_size, 12)));
+  src.read(0, pre, static_cast<size_t>(std::min<uint64_t>(file_size, 10)));
   const size_t magic_seen = static_cast<size_t>(std::min<uint64_t>(file_size, kNpyMagicLength));
   SG_CHECK(file_size > 0, what, " is empty (0 bytes), not a .npy file");
   SG_CHECK(std::memcmp(pre, kNpyMagic, magic_seen) == 0, what,
@@ -349,9 +362,11 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   const uint64_t prefix = major == 1 ? 10 : 12;
   SG_CHECK(file_size >= prefix, what, " is truncated: ", file_size, " bytes, shorter than the ", prefix,
            "-byte .npy preamble of version ", major, ".0");
+  if (prefix == 12) src.read(10, pre + 10, 2);
   const uint64_t header_length = major == 1 ? get16(pre + 8) : get32(pre + 8);
   SG_CHECK(header_length <= file_size - prefix, what, " has a header length of ", header_length,
-           " bytes, which exceeds the file (", file_size, " bytes): it is truncated or corrupt");
+           " bytes, which exceeds ", src.size_is_declared() ? "its declared size (" : "the file (", file_size,
+           " bytes): it is truncated or corrupt");
   std::string header(static_cast<size_t>(header_length), '\0');
   if (header_length) src.read(prefix, header.data(), header.size());
 
@@ -395,6 +410,9 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   info.data_offset = prefix + header_length;
   info.data_bytes = empty ? 0 : static_cast<uint64_t>(bytes);
   const uint64_t available = file_size - info.data_offset;
+  SG_CHECK(!src.size_is_declared() || info.data_bytes == available, what, " declares ", file_size,
+           " bytes uncompressed, but its header says ", info.shape, " ", dtype_name(info.dtype), ", ",
+           info.data_bytes, " bytes after the ", info.data_offset, "-byte header: the archive is corrupt");
   SG_CHECK(info.data_bytes <= available, what, " is truncated: header says ", info.shape, " ", dtype_name(info.dtype),
            " (", info.data_bytes, " bytes), file has ", available, " after the ", info.data_offset, "-byte header");
   SG_CHECK(info.data_bytes == available, what, " has ", available - info.data_bytes,
@@ -470,6 +488,7 @@ constexpr uint32_t kEndSignature = 0x06054b50;
 constexpr uint32_t kZip64EndSignature = 0x06064b50;
 constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
 constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kStored = 0, kDeflated = 8;  // compression methods
 constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: reproducible files
 constexpr uint16_t kUtf8NameFlag = 0x0800;
 constexpr size_t kLocalHeaderSize = 30, kCentralHeaderSize = 46, kEndSize = 22;
@@ -510,6 +529,161 @@ bool starts_with_npy_magic(ByteSource& src) {
   char head[kNpyMagicLength];
   src.read(0, head, kNpyMagicLength);
   return std::memcmp(head, kNpyMagic, kNpyMagicLength) == 0;
+}
+
+// ---- deflated entries, through zlib ------------------------------------------------------------
+// np.savez_compressed deflates each entry (raw deflate, no zlib wrapper). An entry is inflated
+// as a stream straight into the tensor, zlib being asked for exactly the bytes still expected, so
+// no more than the declared size is ever produced or allocated; the declared size must agree
+// with the array's header, and is itself bounded by deflate's largest expansion over the
+// compressed bytes, which are in the file.
+
+constexpr uint64_t kMaxDeflateRatio = 1032;  // no deflate stream expands more (zlib's technical notes)
+constexpr size_t kInflateChunk = size_t{64} << 10;
+constexpr size_t kDeflateChunk = size_t{256} << 10;
+constexpr size_t kZlibPiece = size_t{1} << 30;  // zlib's lengths are 32-bit
+
+/// A deflated entry as a ByteSource read once, front to back (as read_npy_info and
+/// read_npy_host do); size() is the declared uncompressed size. finish() checks that the stream
+/// ends exactly there, with all its compressed bytes used and the directory's CRC-32.
+class InflatedSource : public ByteSource {
+ public:
+  InflatedSource(ByteSource& file, const ZipEntry& e, const std::string& entry)
+      : file_(file), e_(e), what_(entry),
+        input_(static_cast<size_t>(std::min<uint64_t>(e.compressed_size, kInflateChunk))) {
+    const int rc = inflateInit2(&zs_, -MAX_WBITS);
+    SG_CHECK(rc == Z_OK, what_, ": zlib could not start inflating (", zError(rc), ")");
+  }
+  ~InflatedSource() override { inflateEnd(&zs_); }
+  InflatedSource(const InflatedSource&) = delete;
+  InflatedSource& operator=(const InflatedSource&) = delete;
+
+  uint64_t size() const override { return e_.size; }
+  bool size_is_declared() const override { return true; }
+
+  void read(uint64_t offset, void* dst, size_t n) override {
+    SG_CHECK(offset == produced_ && n <= e_.size - produced_, what_,
+             ": internal error: an inflated entry is read once, in order");
+    auto* out = static_cast<unsigned char*>(dst);
+    while (n > 0) {
+      SG_CHECK(!ended_, what_, " inflates to ", produced_, " bytes, fewer than the ", e_.size,
+               " its directory entry declares: the archive is corrupt");
+      const size_t got = inflate_step(out, static_cast<uInt>(std::min(n, kZlibPiece)));
+      crc_ = crc32_update(crc_, out, got);
+      out += got;
+      n -= got;
+      produced_ += got;
+    }
+  }
+
+  void finish() {
+    unsigned char beyond = 0;
+    while (!ended_)
+      SG_CHECK(inflate_step(&beyond, 1) == 0, what_, " inflates to more than the ", e_.size,
+               " bytes its directory entry declares: the archive is corrupt");
+    const uint64_t unused = e_.compressed_size - fed_ + zs_.avail_in;
+    SG_CHECK(unused == 0, what_, " has ", unused, " of its ", e_.compressed_size,
+             " compressed bytes left after the end of its deflate stream: the archive is corrupt");
+    check_crc32(what_, e_.crc, crc_);
+  }
+
+ private:
+  /// One inflate call into out[0, capacity), refilling the input first when it ran dry; returns
+  /// the bytes produced and notes the stream's end.
+  size_t inflate_step(unsigned char* out, uInt capacity) {
+    if (zs_.avail_in == 0 && fed_ < e_.compressed_size) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(e_.compressed_size - fed_, input_.size()));
+      file_.read(e_.data_offset + fed_, input_.data(), n);
+      fed_ += n;
+      zs_.next_in = input_.data();
+      zs_.avail_in = static_cast<uInt>(n);
+    }
+    zs_.next_out = out;
+    zs_.avail_out = capacity;
+    const int rc = ::inflate(&zs_, Z_NO_FLUSH);
+    const size_t got = capacity - zs_.avail_out;
+    if (rc == Z_STREAM_END) ended_ = true;
+    if (rc == Z_OK || rc == Z_STREAM_END) return got;
+    SG_CHECK(!(rc == Z_BUF_ERROR && zs_.avail_in == 0), what_, " is cut short: its ", e_.compressed_size,
+             " compressed bytes end before its deflate stream does: the archive is corrupt");
+    SG_CHECK(rc != Z_MEM_ERROR, what_, ": zlib ran out of memory while inflating");
+    SG_FAIL(what_, " holds corrupt deflate data (zlib: ", zs_.msg ? zs_.msg : zError(rc), "): the archive is corrupt");
+  }
+
+  ByteSource& file_;
+  const ZipEntry& e_;
+  const std::string what_;
+  std::vector<unsigned char> input_;
+  z_stream zs_{};
+  uint32_t crc_ = 0;
+  uint64_t fed_ = 0, produced_ = 0;
+  bool ended_ = false;
+};
+
+/// Deflates what is written to it into `out`, as Python's zipfile does for np.savez_compressed
+/// (raw deflate at zlib's default level); finish() returns the compressed size.
+class DeflateWriter {
+ public:
+  DeflateWriter(OutFile& out, const std::string& what) : out_(out), what_(what), buffer_(kDeflateChunk) {
+    const int rc = deflateInit2(&zs_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    SG_CHECK(rc == Z_OK, what_, ": zlib could not start compressing (", zError(rc), ")");
+  }
+  ~DeflateWriter() { deflateEnd(&zs_); }
+  DeflateWriter(const DeflateWriter&) = delete;
+  DeflateWriter& operator=(const DeflateWriter&) = delete;
+
+  void write(const void* data, size_t n) {
+    const auto* p = static_cast<const Bytef*>(data);
+    while (n > 0) {
+      const size_t piece = std::min(n, kZlibPiece);
+      zs_.next_in = const_cast<Bytef*>(p);  // zlib does not write through it
+      zs_.avail_in = static_cast<uInt>(piece);
+      run(Z_NO_FLUSH);
+      p += piece;
+      n -= piece;
+    }
+  }
+  uint64_t finish() {
+    run(Z_FINISH);
+    return written_;
+  }
+
+ private:
+  /// Deflates until the input is used (and, for Z_FINISH, the stream is ended), writing out
+  /// each full buffer.
+  void run(int flush) {
+    int rc = Z_OK;
+    do {
+      zs_.next_out = buffer_.data();
+      zs_.avail_out = static_cast<uInt>(buffer_.size());
+      rc = ::deflate(&zs_, flush);
+      SG_CHECK(rc != Z_STREAM_ERROR, what_, ": zlib failed while compressing");
+      const size_t n = buffer_.size() - zs_.avail_out;
+      out_.write(buffer_.data(), n);
+      written_ += n;
+    } while (zs_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+  }
+
+  OutFile& out_;
+  const std::string what_;
+  std::vector<unsigned char> buffer_;
+  z_stream zs_{};
+  uint64_t written_ = 0;
+};
+
+/// The host tensor an entry holds, its bytes checked against the directory's CRC-32.
+Tensor read_entry(ByteSource& src, const ZipEntry& e, const std::string& entry) {
+  if (e.method == kDeflated) {
+    InflatedSource stream(src, e, entry);
+    Tensor t = read_npy_host(stream, entry);
+    stream.finish();
+    return t;
+  }
+  std::vector<unsigned char> bytes(static_cast<size_t>(e.size));
+  if (e.size) src.read(e.data_offset, bytes.data(), bytes.size());
+  check_crc32(entry, e.crc, crc32_update(0, bytes.data(), bytes.size()));
+  MemorySource entry_source(bytes.data(), bytes.size());
+  return read_npy_host(entry_source, entry);
 }
 
 /// Checks the disk fields of an end record (`record` names it): a .npz is one file, so both disk
@@ -630,13 +804,10 @@ void locate_entries(ByteSource& src, std::vector<ZipEntry>& entries, const std::
   for (ZipEntry& e : entries) {
     const std::string entry = file + " entry '" + e.name + "'";
     SG_CHECK(!(e.flags & 1), entry, " is encrypted, which is not supported");
-    if (e.method == 8)
-      SG_FAIL(entry, " is deflate-compressed (as np.savez_compressed writes); structgrad reads uncompressed "
-              "archives: save them with np.savez");
-    SG_CHECK(e.method == 0, entry, " uses ZIP compression method ", e.method,
-             "; structgrad reads only stored (uncompressed) entries, as np.savez writes");
-    SG_CHECK(e.compressed_size == e.size, entry, " is stored but its compressed size (", e.compressed_size,
-             ") differs from its size (", e.size, "): the archive is corrupt");
+    SG_CHECK(e.method == kStored || e.method == kDeflated, entry, " uses ZIP compression method ", e.method,
+             "; structgrad reads stored (np.savez) and deflated (np.savez_compressed) entries");
+    SG_CHECK(e.method != kStored || e.compressed_size == e.size, entry, " is stored but its compressed size (",
+             e.compressed_size, ") differs from its size (", e.size, "): the archive is corrupt");
     SG_CHECK(e.name.size() > kNpySuffixLength &&
                  e.name.compare(e.name.size() - kNpySuffixLength, kNpySuffixLength, kNpySuffix) == 0,
              entry, " is not a .npy array (names in a .npz end in .npy)");
@@ -654,6 +825,11 @@ void locate_entries(ByteSource& src, std::vector<ZipEntry>& entries, const std::
     SG_CHECK(e.data_offset <= data_end && e.compressed_size <= data_end - e.data_offset, entry,
              " is truncated: it needs ", e.compressed_size, " bytes at offset ", e.data_offset,
              " but the archive data ends at ", data_end);
+    // The declared size bounds every allocation made for a deflated entry; bound it in turn by
+    // the compressed bytes, which are in the file.
+    SG_CHECK(e.method != kDeflated || e.size / kMaxDeflateRatio + (e.size % kMaxDeflateRatio != 0) <= e.compressed_size,
+             entry, " declares ", e.size, " bytes uncompressed from ", e.compressed_size,
+             " compressed, more than deflate can expand to (", kMaxDeflateRatio, " times): the archive is corrupt");
     std::string local_name(static_cast<size_t>(name_length), '\0');
     src.read(e.local_offset + kLocalHeaderSize, local_name.data(), local_name.size());
     SG_CHECK(local_name == e.name, entry, " is named '", local_name,
@@ -694,7 +870,7 @@ Tensor load_npy(const std::string& path, LoadOptions options) {
   return to_requested(read_npy_host(src, file), options, file);
 }
 
-void save_npz(const std::string& path, const NamedTensors& tensors) {
+void save_npz(const std::string& path, const NamedTensors& tensors, NpzCompression compression) {
   check_host_endianness("save_npz");
   SG_CHECK(tensors.size() <= 0xFFFF, "save_npz: ", tensors.size(), " tensors for ", path,
            " exceed the 65535 entries of a ZIP archive without ZIP64");
@@ -717,39 +893,57 @@ void save_npz(const std::string& path, const NamedTensors& tensors) {
     const uint64_t entry_size = preamble.size() + host.nbytes();
     const std::string entry_name = name + ".npy";
     const uint64_t offset = out.offset();
-    SG_CHECK(entry_size < kLimit && offset + kLocalHeaderSize + entry_name.size() + entry_size < kLimit, "save_npz: ",
-             path, " would exceed the 4 GiB limit of a ZIP archive without ZIP64 at tensor '", name, "' (",
-             entry_size, " bytes); save large tensors with save_npy");
+    const bool deflated = compression == NpzCompression::Deflated;
+    auto check_limit = [&](bool fits) {
+      SG_CHECK(fits, "save_npz: ", path, " would exceed the 4 GiB limit of a ZIP archive without ZIP64 at tensor '",
+               name, "' (", entry_size, " bytes); save large tensors with save_npy");
+    };
+    // A stored entry's end is known before writing it; a deflated one's is checked once written.
+    check_limit(entry_size < kLimit &&
+                (deflated || offset + kLocalHeaderSize + entry_name.size() + entry_size < kLimit));
     uint32_t crc = crc32_update(0, preamble.data(), preamble.size());
     crc = crc32_update(crc, host.data_ptr(), host.nbytes());
     const uint16_t flags = is_ascii(entry_name) ? 0 : kUtf8NameFlag;
+    const uint16_t method = deflated ? kDeflated : kStored;
 
     std::string local;
     put32(local, kLocalHeaderSignature);
     put16(local, 20);  // version needed to extract: 2.0
     put16(local, flags);
-    put16(local, 0);  // stored
+    put16(local, method);
     put16(local, 0);  // time 00:00
     put16(local, kDosDate1980);
     put32(local, crc);
-    put32(local, static_cast<uint32_t>(entry_size));  // compressed size
+    put32(local, static_cast<uint32_t>(entry_size));  // compressed size; a deflated one's is patched in below
     put32(local, static_cast<uint32_t>(entry_size));
     put16(local, static_cast<uint16_t>(entry_name.size()));
     put16(local, 0);  // extra field length
     local += entry_name;
     out.write(local);
-    out.write(preamble);
-    if (host.nbytes()) out.write(host.data_ptr(), host.nbytes());
+    uint64_t compressed_size = entry_size;
+    if (deflated) {
+      DeflateWriter deflater(out, "save_npz: tensor '" + name + "' for " + path);
+      deflater.write(preamble.data(), preamble.size());
+      deflater.write(host.data_ptr(), host.nbytes());
+      compressed_size = deflater.finish();
+      check_limit(out.offset() < kLimit);
+      std::string size_field;
+      put32(size_field, static_cast<uint32_t>(compressed_size));
+      out.patch(offset + 18, size_field);
+    } else {
+      out.write(preamble);
+      if (host.nbytes()) out.write(host.data_ptr(), host.nbytes());
+    }
 
     put32(central, kCentralHeaderSignature);
     put16(central, 20);  // made by: version 2.0
     put16(central, 20);  // needed: version 2.0
     put16(central, flags);
-    put16(central, 0);
+    put16(central, method);
     put16(central, 0);
     put16(central, kDosDate1980);
     put32(central, crc);
-    put32(central, static_cast<uint32_t>(entry_size));
+    put32(central, static_cast<uint32_t>(compressed_size));
     put32(central, static_cast<uint32_t>(entry_size));
     put16(central, static_cast<uint16_t>(entry_name.size()));
     put16(central, 0);  // extra
@@ -787,14 +981,9 @@ NamedTensors load_npz(const std::string& path, LoadOptions options) {
   locate_entries(src, entries, file, data_end);
 
   NamedTensors out;
-  std::vector<unsigned char> bytes;
   for (const ZipEntry& e : entries) {
     const std::string entry = file + " entry '" + e.name + "'";
-    bytes.resize(static_cast<size_t>(e.size));
-    if (e.size) src.read(e.data_offset, bytes.data(), bytes.size());
-    check_crc32(entry, e.crc, crc32_update(0, bytes.data(), bytes.size()));
-    MemorySource entry_source(bytes.data(), bytes.size());
-    out.emplace_back(array_name(e), to_requested(read_npy_host(entry_source, entry), options, entry));
+    out.emplace_back(array_name(e), to_requested(read_entry(src, e, entry), options, entry));
   }
   return out;
 }
