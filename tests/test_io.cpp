@@ -1,7 +1,7 @@
 // Tensor files and checkpoints: .npy/.npz round trips (dtypes, ranks 0-3, empty, structured,
 // stored and deflated), the exact bytes we write, hand-made files in other header styles and
-// ZIP64, every corrupt-file error, module and optimizer state dicts, bit-identical resume, and
-// NumPy interop when present.
+// ZIP64, archives NumPy wrote (tests/data), every corrupt-file error, module and optimizer state
+// dicts, bit-identical resume, and NumPy interop when present.
 #include <unistd.h>
 
 #include <cmath>
@@ -873,6 +873,38 @@ TEST_F(IoTest, EveryByteFlipOfADeflatedEntryIsCaughtOrHarmless) {
     }
   }
   EXPECT_GT(caught, 0);
+}
+
+// ---- files NumPy wrote (tests/data) ----------------------------------------------------------
+
+fs::path source_dir() {
+  const char* dir = std::getenv("SG_SOURCE_DIR");
+  return dir ? fs::path(dir) : fs::path(__FILE__).parent_path().parent_path();
+}
+
+TEST_F(IoTest, ReadsArchivesNumpyWrote) {
+  // tests/data/README.md says how they were made; both hold the same arrays.
+  for (const std::string name : {"numpy_savez.npz", "numpy_savez_compressed.npz"}) {
+    const std::string file = (source_dir() / "tests" / "data" / name).string();
+    ASSERT_TRUE(fs::exists(file)) << file;
+    const sg::NamedTensors t = sg::load_npz(file);
+    ASSERT_EQ(t.size(), 4u) << name;
+    EXPECT_EQ(t[0].first, "x");
+    EXPECT_EQ(t[0].second.dtype(), sg::kFloat32);
+    EXPECT_EQ(t[0].second.shape(), (sg::Shape{2, 3}));
+    EXPECT_EQ(raw_bytes(t[0].second), bytes_of(std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f, -0.0f, 65504.0f})) << name;
+    EXPECT_EQ(t[1].first, "y");
+    EXPECT_EQ(t[1].second.dtype(), sg::kFloat64);
+    EXPECT_EQ(t[1].second.shape(), (sg::Shape{4}));
+    EXPECT_EQ(raw_bytes(t[1].second),
+              bytes_of(std::vector<double>{0.1, -2.5, 1e300, std::numeric_limits<double>::denorm_min()})) << name;
+    EXPECT_EQ(t[2].first, "s");
+    EXPECT_EQ(t[2].second.dim(), 0);
+    EXPECT_EQ(t[2].second.item(), 7.25);
+    EXPECT_EQ(t[3].first, "e");
+    EXPECT_EQ(t[3].second.dtype(), sg::kFloat32);
+    EXPECT_EQ(t[3].second.shape(), (sg::Shape{0, 3}));
+  }
 }
 
 TEST_F(IoTest, SaveNpzRejectsBadNames) {
