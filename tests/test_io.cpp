@@ -104,8 +104,8 @@ std::string npy_file(const std::string& dict, const std::string& data, int major
 /// bytes themselves, as for a stored entry).
 struct ZipItem {
   std::string name, data;
-  std::optional<uint64_t> size;
-  std::optional<uint32_t> crc;
+  std::optional<uint64_t> size = std::nullopt;
+  std::optional<uint32_t> crc = std::nullopt;
 };
 
 /// A ZIP archive built by hand. With `zip64`, every entry carries ZIP64 extra fields in both
@@ -477,7 +477,7 @@ TEST_F(IoTest, NpyShapesOfMoreThan64DimensionsAreRefused) {
 TEST_F(IoTest, EmptyShapesWithAHugeDimensionAreRefusedByTheLoader) {
   // No elements, but 2**62 float32s would be 2**64 bytes: NumPy refuses such a shape, and so
   // does the loader, naming the file, before any tensor is made.
-  for (const std::string& shape : {"(4611686018427387904, 0)", "(0, 4611686018427387904)"}) {
+  for (const std::string shape : {"(4611686018427387904, 0)", "(0, 4611686018427387904)"}) {
     const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
     write_bytes(path("e.npy"), npy_file(header, ""));
     const std::string shown = shape[1] == '0' ? "[0, 4611686018427387904]" : "[4611686018427387904, 0]";
@@ -504,8 +504,9 @@ TEST_F(IoTest, LoadingToAnUnavailableDeviceNamesTheFile) {
             "load_npy: " + path("x.npy") + " cannot be loaded to cuda:0 (" + reason + ")");
   EXPECT_EQ(sgtest::message_of([&] { sg::load_npz(path("x.npz"), sg::LoadOptions().device(sg::kCUDA)); }),
             "load_npz: " + path("x.npz") + " cannot be loaded to cuda:0 (" + reason + ")");
-  if (!sg::cuda::built_with_cuda())
+  if (!sg::cuda::built_with_cuda()) {
     EXPECT_EQ(reason, "allocating on cuda:0: structgrad was built without CUDA");
+  }
 }
 
 TEST_F(IoTest, MissingFilesAndUnwritablePathsAreNamed) {
