@@ -4,7 +4,6 @@
 #include <structgrad/io/npy.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +13,8 @@
 #include <limits>
 #include <random>
 #include <set>
+
+#include <zlib.h>
 
 #include <structgrad/autograd/grad_mode.h>
 
@@ -57,6 +58,8 @@ class ByteSource {
   virtual uint64_t size() const = 0;
   /// Reads n bytes at offset; the caller has checked that offset + n <= size().
   virtual void read(uint64_t offset, void* dst, size_t n) = 0;
+  /// True when size() is what an archive entry declares rather than bytes already at hand.
+  virtual bool size_is_declared() const { return false; }
 };
 
 class FileSource : public ByteSource {
@@ -128,6 +131,15 @@ class OutFile {
   void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
   uint64_t offset() const { return offset_; }
 
+  /// Overwrites bytes written earlier at `at` (a size known only after the data), then goes on
+  /// writing at the end.
+  void patch(uint64_t at, const std::string& bytes) {
+    out_.seekp(static_cast<std::streamoff>(at));
+    out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out_.seekp(0, std::ios::end);
+    SG_CHECK(out_.good(), op_, ": writing ", path_, " failed at offset ", at);
+  }
+
   void commit() {
     out_.flush();
     SG_CHECK(out_.good(), op_, ": writing ", path_, " failed (disk full?)");
@@ -154,6 +166,7 @@ class OutFile {
 constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kNpyMagicLength = 6;
 constexpr size_t kNpyAlignment = 64;
+constexpr size_t kNpyMaxDims = 64;  // NumPy's NPY_MAXDIMS
 
 struct NpyArrayInfo {
   DType dtype = DType::Float32;
@@ -173,23 +186,14 @@ std::string shape_tuple(const Shape& shape) {
 std::string npy_preamble(const Tensor& host) {
   const std::string dict = std::string("{'descr': '") + (host.dtype() == DType::Float32 ? "<f4" : "<f8") +
                            "', 'fortran_order': False, 'shape': " + shape_tuple(host.shape()) + ", }";
-  auto padded_header = [&](size_t prefix_length) {
-    const size_t unpadded = prefix_length + dict.size() + 1;  // + '\n'
-    const size_t pad = (kNpyAlignment - unpadded % kNpyAlignment) % kNpyAlignment;
-    return dict + std::string(pad, ' ') + "\n";
-  };
+  // Version 1.0 always: with at most 64 dimensions the header stays far below its 64 KiB limit.
+  const size_t unpadded = 10 + dict.size() + 1;  // preamble + dict + '\n'
+  const size_t pad = (kNpyAlignment - unpadded % kNpyAlignment) % kNpyAlignment;
+  const std::string header = dict + std::string(pad, ' ') + "\n";
   std::string out(kNpyMagic, kNpyMagicLength);
-  std::string header = padded_header(10);
-  if (header.size() <= 0xFFFF) {
-    out += '\x01';
-    out += '\x00';
-    put16(out, static_cast<uint16_t>(header.size()));
-  } else {  // only for shapes of thousands of dimensions
-    header = padded_header(12);
-    out += '\x02';
-    out += '\x00';
-    put32(out, static_cast<uint32_t>(header.size()));
-  }
+  out += '\x01';
+  out += '\x00';
+  put16(out, static_cast<uint16_t>(header.size()));
   return out + header;
 }
 
@@ -343,8 +347,10 @@ class HeaderParser {
 /// Reads and checks the preamble and header; the data is checked to fill the rest exactly.
 NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   const uint64_t file_size = src.size();
+  // Read front to back, each byte once (preamble, header, then the data in read_npy_host), so
+  // that an inflated entry can be read as the stream it is.
   unsigned char pre[12] = {};
-  src.read(0, pre, static_cast<size_t>(std::min<uint64_t>(file_size, 12)));
+  src.read(0, pre, static_cast<size_t>(std::min<uint64_t>(file_size, 10)));
   const size_t magic_seen = static_cast<size_t>(std::min<uint64_t>(file_size, kNpyMagicLength));
   SG_CHECK(file_size > 0, what, " is empty (0 bytes), not a .npy file");
   SG_CHECK(std::memcmp(pre, kNpyMagic, magic_seen) == 0, what,
@@ -356,9 +362,11 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   const uint64_t prefix = major == 1 ? 10 : 12;
   SG_CHECK(file_size >= prefix, what, " is truncated: ", file_size, " bytes, shorter than the ", prefix,
            "-byte .npy preamble of version ", major, ".0");
+  if (prefix == 12) src.read(10, pre + 10, 2);
   const uint64_t header_length = major == 1 ? get16(pre + 8) : get32(pre + 8);
   SG_CHECK(header_length <= file_size - prefix, what, " has a header length of ", header_length,
-           " bytes, which exceeds the file (", file_size, " bytes): it is truncated or corrupt");
+           " bytes, which exceeds ", src.size_is_declared() ? "its declared size (" : "the file (", file_size,
+           " bytes): it is truncated or corrupt");
   std::string header(static_cast<size_t>(header_length), '\0');
   if (header_length) src.read(prefix, header.data(), header.size());
 
@@ -384,23 +392,27 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   SG_CHECK(!fortran_order.flag, what,
            " is stored in Fortran (column-major) order; structgrad reads C order: save np.ascontiguousarray(arr)");
 
-  const uint64_t item = element_size(info.dtype);
-  uint64_t numel = 1;
-  bool overflow = false;
-  for (uint64_t d : shape.ints) {
+  SG_CHECK(shape.ints.size() <= kNpyMaxDims, what, " has a shape of ", shape.ints.size(),
+           " dimensions; NumPy allows at most ", kNpyMaxDims, ": the header is corrupt");
+  // As NumPy checks an array's size: the non-zero dimensions times the element size fit in a
+  // signed 64-bit byte count, even when a zero dimension leaves no elements, as in (2**62, 0).
+  int64_t bytes = static_cast<int64_t>(element_size(info.dtype));
+  bool overflow = false, empty = false;
+  for (uint64_t d : shape.ints) {  // each d <= INT64_MAX (parse_uint)
     info.shape.push_back(static_cast<int64_t>(d));
-    if (d != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / d) overflow = true;
-    numel = overflow ? numel : numel * d;
+    if (d == 0)
+      empty = true;
+    else
+      overflow = overflow || __builtin_mul_overflow(bytes, static_cast<int64_t>(d), &bytes);
   }
-  if (std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
-    numel = 0;
-    overflow = false;
-  }
-  SG_CHECK(!overflow && numel <= std::numeric_limits<uint64_t>::max() / item, what, " has shape ", info.shape,
-           " whose size overflows 64 bits: the header is corrupt");
+  SG_CHECK(!overflow, what, " has shape ", info.shape, " whose size overflows 64 bits (its non-zero dimensions times ",
+           element_size(info.dtype), " bytes): the header is corrupt");
   info.data_offset = prefix + header_length;
-  info.data_bytes = numel * item;
+  info.data_bytes = empty ? 0 : static_cast<uint64_t>(bytes);
   const uint64_t available = file_size - info.data_offset;
+  SG_CHECK(!src.size_is_declared() || info.data_bytes == available, what, " declares ", file_size,
+           " bytes uncompressed, but its header says ", info.shape, " ", dtype_name(info.dtype), ", ",
+           info.data_bytes, " bytes after the ", info.data_offset, "-byte header: the archive is corrupt");
   SG_CHECK(info.data_bytes <= available, what, " is truncated: header says ", info.shape, " ", dtype_name(info.dtype),
            " (", info.data_bytes, " bytes), file has ", available, " after the ", info.data_offset, "-byte header");
   SG_CHECK(info.data_bytes == available, what, " has ", available - info.data_bytes,
@@ -409,39 +421,60 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   return info;
 }
 
-Tensor read_npy(ByteSource& src, const std::string& what, const LoadOptions& options) {
+/// The array `src` holds, on the CPU in the file's dtype.
+Tensor read_npy_host(ByteSource& src, const std::string& what) {
   const NpyArrayInfo info = read_npy_info(src, what);
   Tensor t = detail::make_tensor(info.shape, info.dtype, kCPU);
   if (info.data_bytes) src.read(info.data_offset, t.data_ptr(), static_cast<size_t>(info.data_bytes));
-  NoGradGuard guard;
-  if (options.dtype_ && *options.dtype_ != t.dtype()) t = t.to(*options.dtype_);
-  if (options.device_ != t.device()) t = t.to(options.device_);
   return t;
 }
 
-/// A host copy of `t` outside any graph (the tensor itself when already on the CPU).
+/// Refuses a device that no tensor can be made on (cuda:0 without CUDA, or without a GPU) before
+/// the file is read, naming the file.
+void check_load_device(const LoadOptions& options, const std::string& file) {
+  if (options.device_.is_cpu()) return;
+  try {
+    detail::make_tensor({0}, DType::Float32, options.device_);
+  } catch (const Error& e) {
+    SG_FAIL(file, " cannot be loaded to ", options.device_, " (", e.what(), ")");
+  }
+}
+
+/// A loaded host tensor in the dtype and on the device `options` ask for.
+Tensor to_requested(Tensor t, const LoadOptions& options, const std::string& what) {
+  NoGradGuard guard;
+  try {
+    if (options.dtype_ && *options.dtype_ != t.dtype()) t = t.to(*options.dtype_);
+    if (options.device_ != t.device()) t = t.to(options.device_);
+  } catch (const Error& e) {
+    SG_FAIL(what, " cannot be loaded to ", options.device_, " (", e.what(), ")");
+  }
+  return t;
+}
+
+/// A host copy of `t` outside any graph (the tensor itself when already on the CPU), checked to
+/// be something NumPy reads.
 Tensor host_tensor(const Tensor& t, const char* op, const std::string& name) {
   SG_CHECK(t.defined(), op, ": tensor ", name, " is undefined");
+  SG_CHECK(static_cast<size_t>(t.dim()) <= kNpyMaxDims, op, ": tensor ", name, " has ", t.dim(),
+           " dimensions; NumPy reads at most ", kNpyMaxDims);
   NoGradGuard guard;
   return t.detach().to(kCPU);
 }
 
-// ---- CRC-32 (ZIP's: reflected polynomial 0xEDB88320) --------------------------------------
+// ---- CRC-32 (ZIP's), through zlib ---------------------------------------------------------
 
+/// Continues the CRC-32 `crc` over n bytes, in pieces that fit zlib's 32-bit lengths.
 uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t c = crc ^ 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc;
+  while (n > 0) {
+    const uInt piece = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
+    c = ::crc32(c, p, piece);
+    p += piece;
+    n -= piece;
+  }
+  return static_cast<uint32_t>(c);
 }
 
 // ---- the ZIP container -------------------------------------------------------------------
@@ -455,21 +488,34 @@ constexpr uint32_t kEndSignature = 0x06054b50;
 constexpr uint32_t kZip64EndSignature = 0x06064b50;
 constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
 constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kStored = 0, kDeflated = 8;  // compression methods
 constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: reproducible files
 constexpr uint16_t kUtf8NameFlag = 0x0800;
 constexpr size_t kLocalHeaderSize = 30, kCentralHeaderSize = 46, kEndSize = 22;
+
+std::string hex32(uint32_t v) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
 
 struct ZipEntry {
   std::string name;
   uint16_t flags = 0, method = 0;
   uint32_t crc = 0;
   uint64_t compressed_size = 0, size = 0, local_offset = 0;
+  uint64_t data_offset = 0;  // after the local header; set by locate_entries
 };
 
-std::string hex32(uint32_t v) {
-  char text[11];
-  std::snprintf(text, sizeof text, "0x%08x", v);
-  return text;
+constexpr char kNpySuffix[] = ".npy";
+constexpr size_t kNpySuffixLength = 4;
+
+/// The array's name: the entry's without ".npy" (locate_entries has checked the suffix).
+std::string array_name(const ZipEntry& e) { return e.name.substr(0, e.name.size() - kNpySuffixLength); }
+
+void check_crc32(const std::string& entry, uint32_t stored, uint32_t computed) {
+  SG_CHECK(computed == stored, entry, " fails its CRC-32 check (stored ", hex32(stored), ", computed ", hex32(computed),
+           "): the archive is corrupt");
 }
 
 bool is_ascii(const std::string& s) {
@@ -483,6 +529,172 @@ bool starts_with_npy_magic(ByteSource& src) {
   char head[kNpyMagicLength];
   src.read(0, head, kNpyMagicLength);
   return std::memcmp(head, kNpyMagic, kNpyMagicLength) == 0;
+}
+
+// ---- deflated entries, through zlib ------------------------------------------------------------
+// np.savez_compressed deflates each entry (raw deflate, no zlib wrapper). An entry is inflated
+// as a stream straight into the tensor, zlib being asked for exactly the bytes still expected, so
+// no more than the declared size is ever produced or allocated; the declared size must agree
+// with the array's header, and is itself bounded by deflate's largest expansion over the
+// compressed bytes, which are in the file.
+
+constexpr uint64_t kMaxDeflateRatio = 1032;  // no deflate stream expands more (zlib's technical notes)
+constexpr size_t kInflateChunk = size_t{64} << 10;
+constexpr size_t kDeflateChunk = size_t{256} << 10;
+constexpr size_t kZlibPiece = size_t{1} << 30;  // zlib's lengths are 32-bit
+
+/// A deflated entry as a ByteSource read once, front to back (as read_npy_info and
+/// read_npy_host do); size() is the declared uncompressed size. finish() checks that the stream
+/// ends exactly there, with all its compressed bytes used and the directory's CRC-32.
+class InflatedSource : public ByteSource {
+ public:
+  InflatedSource(ByteSource& file, const ZipEntry& e, const std::string& entry)
+      : file_(file), e_(e), what_(entry),
+        input_(static_cast<size_t>(std::min<uint64_t>(e.compressed_size, kInflateChunk))) {
+    const int rc = inflateInit2(&zs_, -MAX_WBITS);
+    SG_CHECK(rc == Z_OK, what_, ": zlib could not start inflating (", zError(rc), ")");
+  }
+  ~InflatedSource() override { inflateEnd(&zs_); }
+  InflatedSource(const InflatedSource&) = delete;
+  InflatedSource& operator=(const InflatedSource&) = delete;
+
+  uint64_t size() const override { return e_.size; }
+  bool size_is_declared() const override { return true; }
+
+  void read(uint64_t offset, void* dst, size_t n) override {
+    SG_CHECK(offset == produced_ && n <= e_.size - produced_, what_,
+             ": internal error: an inflated entry is read once, in order");
+    auto* out = static_cast<unsigned char*>(dst);
+    while (n > 0) {
+      SG_CHECK(!ended_, what_, " inflates to ", produced_, " bytes, fewer than the ", e_.size,
+               " its directory entry declares: the archive is corrupt");
+      const size_t got = inflate_step(out, static_cast<uInt>(std::min(n, kZlibPiece)));
+      crc_ = crc32_update(crc_, out, got);
+      out += got;
+      n -= got;
+      produced_ += got;
+    }
+  }
+
+  void finish() {
+    unsigned char beyond = 0;
+    while (!ended_)
+      SG_CHECK(inflate_step(&beyond, 1) == 0, what_, " inflates to more than the ", e_.size,
+               " bytes its directory entry declares: the archive is corrupt");
+    const uint64_t unused = e_.compressed_size - fed_ + zs_.avail_in;
+    SG_CHECK(unused == 0, what_, " has ", unused, " of its ", e_.compressed_size,
+             " compressed bytes left after the end of its deflate stream: the archive is corrupt");
+    check_crc32(what_, e_.crc, crc_);
+  }
+
+ private:
+  /// One inflate call into out[0, capacity), refilling the input first when it ran dry; returns
+  /// the bytes produced and notes the stream's end.
+  size_t inflate_step(unsigned char* out, uInt capacity) {
+    if (zs_.avail_in == 0 && fed_ < e_.compressed_size) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(e_.compressed_size - fed_, input_.size()));
+      file_.read(e_.data_offset + fed_, input_.data(), n);
+      fed_ += n;
+      zs_.next_in = input_.data();
+      zs_.avail_in = static_cast<uInt>(n);
+    }
+    zs_.next_out = out;
+    zs_.avail_out = capacity;
+    const int rc = ::inflate(&zs_, Z_NO_FLUSH);
+    const size_t got = capacity - zs_.avail_out;
+    if (rc == Z_STREAM_END) ended_ = true;
+    if (rc == Z_OK || rc == Z_STREAM_END) return got;
+    SG_CHECK(!(rc == Z_BUF_ERROR && zs_.avail_in == 0), what_, " is cut short: its ", e_.compressed_size,
+             " compressed bytes end before its deflate stream does: the archive is corrupt");
+    SG_CHECK(rc != Z_MEM_ERROR, what_, ": zlib ran out of memory while inflating");
+    SG_FAIL(what_, " holds corrupt deflate data (zlib: ", zs_.msg ? zs_.msg : zError(rc), "): the archive is corrupt");
+  }
+
+  ByteSource& file_;
+  const ZipEntry& e_;
+  const std::string what_;
+  std::vector<unsigned char> input_;
+  z_stream zs_{};
+  uint32_t crc_ = 0;
+  uint64_t fed_ = 0, produced_ = 0;
+  bool ended_ = false;
+};
+
+/// Deflates what is written to it into `out`, as Python's zipfile does for np.savez_compressed
+/// (raw deflate at zlib's default level); finish() returns the compressed size.
+class DeflateWriter {
+ public:
+  DeflateWriter(OutFile& out, const std::string& what) : out_(out), what_(what), buffer_(kDeflateChunk) {
+    const int rc = deflateInit2(&zs_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    SG_CHECK(rc == Z_OK, what_, ": zlib could not start compressing (", zError(rc), ")");
+  }
+  ~DeflateWriter() { deflateEnd(&zs_); }
+  DeflateWriter(const DeflateWriter&) = delete;
+  DeflateWriter& operator=(const DeflateWriter&) = delete;
+
+  void write(const void* data, size_t n) {
+    const auto* p = static_cast<const Bytef*>(data);
+    while (n > 0) {
+      const size_t piece = std::min(n, kZlibPiece);
+      zs_.next_in = const_cast<Bytef*>(p);  // zlib does not write through it
+      zs_.avail_in = static_cast<uInt>(piece);
+      run(Z_NO_FLUSH);
+      p += piece;
+      n -= piece;
+    }
+  }
+  uint64_t finish() {
+    run(Z_FINISH);
+    return written_;
+  }
+
+ private:
+  /// Deflates until the input is used (and, for Z_FINISH, the stream is ended), writing out
+  /// each full buffer.
+  void run(int flush) {
+    int rc = Z_OK;
+    do {
+      zs_.next_out = buffer_.data();
+      zs_.avail_out = static_cast<uInt>(buffer_.size());
+      rc = ::deflate(&zs_, flush);
+      SG_CHECK(rc != Z_STREAM_ERROR, what_, ": zlib failed while compressing");
+      const size_t n = buffer_.size() - zs_.avail_out;
+      out_.write(buffer_.data(), n);
+      written_ += n;
+    } while (zs_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+  }
+
+  OutFile& out_;
+  const std::string what_;
+  std::vector<unsigned char> buffer_;
+  z_stream zs_{};
+  uint64_t written_ = 0;
+};
+
+/// The host tensor an entry holds, its bytes checked against the directory's CRC-32.
+Tensor read_entry(ByteSource& src, const ZipEntry& e, const std::string& entry) {
+  if (e.method == kDeflated) {
+    InflatedSource stream(src, e, entry);
+    Tensor t = read_npy_host(stream, entry);
+    stream.finish();
+    return t;
+  }
+  std::vector<unsigned char> bytes(static_cast<size_t>(e.size));
+  if (e.size) src.read(e.data_offset, bytes.data(), bytes.size());
+  check_crc32(entry, e.crc, crc32_update(0, bytes.data(), bytes.size()));
+  MemorySource entry_source(bytes.data(), bytes.size());
+  return read_npy_host(entry_source, entry);
+}
+
+/// Checks the disk fields of an end record (`record` names it): a .npz is one file, so both disk
+/// numbers are 0 and the entries on this disk are all the entries.
+void check_single_disk(const std::string& file, const char* record, uint64_t disk, uint64_t directory_disk,
+                       uint64_t count_on_disk, uint64_t count) {
+  SG_CHECK(disk == 0 && directory_disk == 0, file, "'s ", record, " numbers this disk ", disk,
+           " and the central directory's disk ", directory_disk,
+           ", where a single-file archive has 0 for both: the field is corrupt (split archives are not read)");
+  SG_CHECK(count_on_disk == count, file, "'s ", record, " counts ", count_on_disk, " entries on this disk but ", count,
+           " in all, where a single-file archive has one number for both: the archive is corrupt");
 }
 
 /// The central directory's entries, after locating it through the (ZIP64) end record.
@@ -510,8 +722,7 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
   const unsigned char* end = tail.data() + end_at;
   const uint64_t end_offset = size - tail_size + static_cast<uint64_t>(end_at);
   uint64_t count = get16(end + 10), cd_size = get32(end + 12), cd_offset = get32(end + 16);
-  SG_CHECK(get16(end + 4) == 0 && get16(end + 6) == 0 && get16(end + 8) == count, file,
-           " is a multi-part ZIP archive, which is not supported");
+  check_single_disk(file, "end record", get16(end + 4), get16(end + 6), get16(end + 8), count);
   uint64_t records_start = end_offset;
   if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
     // ZIP64: a locator (20 bytes) right before the end record points at the ZIP64 end record (56+).
@@ -526,8 +737,8 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
     unsigned char record[56];
     src.read(record_offset, record, 56);
     SG_CHECK(get32(record) == kZip64EndSignature, file, " has no ZIP64 end record where its locator points: it is corrupt");
-    SG_CHECK(get32(record + 16) == 0 && get32(record + 20) == 0 && get64(record + 24) == get64(record + 32), file,
-             " is a multi-part ZIP archive, which is not supported");
+    check_single_disk(file, "ZIP64 end record", get32(record + 16), get32(record + 20), get64(record + 24),
+                      get64(record + 32));
     count = get64(record + 32);
     cd_size = get64(record + 40);
     cd_offset = get64(record + 48);
@@ -536,14 +747,17 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
   SG_CHECK(cd_offset <= records_start && cd_size <= records_start - cd_offset, file, "'s central directory (",
            cd_size, " bytes at offset ", cd_offset, ") runs past its end record at ", records_start,
            ": the archive is truncated or corrupt");
-  SG_CHECK(count <= cd_size / kCentralHeaderSize, file, " claims ", count, " entries in a central directory of ",
-           cd_size, " bytes: the archive is corrupt");
+  SG_CHECK(cd_offset + cd_size == records_start, file, "'s central directory (", cd_size, " bytes at offset ",
+           cd_offset, ") ends ", records_start - cd_offset - cd_size, " bytes before its end record at ",
+           records_start, ", which must follow it directly: the archive is corrupt");
   std::vector<unsigned char> cd(static_cast<size_t>(cd_size));
   if (cd_size) src.read(cd_offset, cd.data(), cd.size());
 
+  // Every entry the directory's bytes hold is parsed, then their number is checked against the
+  // end record's count: an archive is read whole or not at all.
   std::vector<ZipEntry> entries;
   size_t pos = 0;
-  for (uint64_t i = 0; i < count; ++i) {
+  for (uint64_t i = 0; pos < cd.size(); ++i) {
     SG_CHECK(cd.size() - pos >= kCentralHeaderSize && get32(cd.data() + pos) == kCentralHeaderSignature, file,
              "'s central directory entry ", i, " is missing or corrupt");
     const unsigned char* h = cd.data() + pos;
@@ -577,8 +791,64 @@ std::vector<ZipEntry> read_central_directory(ByteSource& src, const std::string&
     entries.push_back(e);
     pos += kCentralHeaderSize + name_length + extra_length + comment_length;
   }
+  SG_CHECK(entries.size() == count, file, "'s end record counts ", count, " entries, but its central directory (",
+           cd_size, " bytes at offset ", cd_offset, ") holds ", entries.size(), ": the archive is corrupt");
   data_end = cd_offset;
   return entries;
+}
+
+/// Checks each entry's name, method and local header, and that no two entries share bytes; sets
+/// each data_offset. No entry's data is read here.
+void locate_entries(ByteSource& src, std::vector<ZipEntry>& entries, const std::string& file, uint64_t data_end) {
+  std::set<std::string> names;
+  for (ZipEntry& e : entries) {
+    const std::string entry = file + " entry '" + e.name + "'";
+    SG_CHECK(!(e.flags & 1), entry, " is encrypted, which is not supported");
+    SG_CHECK(e.method == kStored || e.method == kDeflated, entry, " uses ZIP compression method ", e.method,
+             "; structgrad reads stored (np.savez) and deflated (np.savez_compressed) entries");
+    SG_CHECK(e.method != kStored || e.compressed_size == e.size, entry, " is stored but its compressed size (",
+             e.compressed_size, ") differs from its size (", e.size, "): the archive is corrupt");
+    SG_CHECK(e.name.size() > kNpySuffixLength &&
+                 e.name.compare(e.name.size() - kNpySuffixLength, kNpySuffixLength, kNpySuffix) == 0,
+             entry, " is not a .npy array (names in a .npz end in .npy)");
+    SG_CHECK(names.insert(array_name(e)).second, file, " holds the entry '", e.name, "' twice");
+
+    SG_CHECK(e.local_offset <= data_end && data_end - e.local_offset >= kLocalHeaderSize, entry,
+             " has its local header at offset ", e.local_offset, ", outside the archive data (", data_end,
+             " bytes): the archive is corrupt");
+    unsigned char local[kLocalHeaderSize];
+    src.read(e.local_offset, local, kLocalHeaderSize);
+    SG_CHECK(get32(local) == kLocalHeaderSignature, entry, " has no local header at offset ", e.local_offset,
+             ": the archive is corrupt");
+    const uint64_t name_length = get16(local + 26), extra_length = get16(local + 28);
+    e.data_offset = e.local_offset + kLocalHeaderSize + name_length + extra_length;
+    SG_CHECK(e.data_offset <= data_end && e.compressed_size <= data_end - e.data_offset, entry,
+             " is truncated: it needs ", e.compressed_size, " bytes at offset ", e.data_offset,
+             " but the archive data ends at ", data_end);
+    // The declared size bounds every allocation made for a deflated entry; bound it in turn by
+    // the compressed bytes, which are in the file.
+    SG_CHECK(e.method != kDeflated || e.size / kMaxDeflateRatio + (e.size % kMaxDeflateRatio != 0) <= e.compressed_size,
+             entry, " declares ", e.size, " bytes uncompressed from ", e.compressed_size,
+             " compressed, more than deflate can expand to (", kMaxDeflateRatio, " times): the archive is corrupt");
+    std::string local_name(static_cast<size_t>(name_length), '\0');
+    src.read(e.local_offset + kLocalHeaderSize, local_name.data(), local_name.size());
+    SG_CHECK(local_name == e.name, entry, " is named '", local_name,
+             "' in its local header: the archive is corrupt");
+  }
+  // In file order each entry ends before the next one's local header: a directory that points
+  // two entries at the same bytes is corrupt (and would let a small file inflate many times over).
+  std::vector<const ZipEntry*> in_file_order;
+  for (const ZipEntry& e : entries) in_file_order.push_back(&e);
+  std::sort(in_file_order.begin(), in_file_order.end(),
+            [](const ZipEntry* a, const ZipEntry* b) { return a->local_offset < b->local_offset; });
+  for (size_t i = 1; i < in_file_order.size(); ++i) {
+    const ZipEntry& before = *in_file_order[i - 1];
+    const ZipEntry& after = *in_file_order[i];
+    const uint64_t before_end = before.data_offset + before.compressed_size;
+    SG_CHECK(before_end <= after.local_offset, file, "'s entries '", before.name, "' (bytes ", before.local_offset,
+             " to ", before_end, ") and '", after.name, "' (from byte ", after.local_offset,
+             ") overlap: the archive is corrupt");
+  }
 }
 
 }  // namespace
@@ -594,11 +864,13 @@ void save_npy(const std::string& path, const Tensor& t) {
 
 Tensor load_npy(const std::string& path, LoadOptions options) {
   check_host_endianness("load_npy");
+  const std::string file = "load_npy: " + path;
+  check_load_device(options, file);
   FileSource src(path, "load_npy");
-  return read_npy(src, "load_npy: " + path, options);
+  return to_requested(read_npy_host(src, file), options, file);
 }
 
-void save_npz(const std::string& path, const NamedTensors& tensors) {
+void save_npz(const std::string& path, const NamedTensors& tensors, NpzCompression compression) {
   check_host_endianness("save_npz");
   SG_CHECK(tensors.size() <= 0xFFFF, "save_npz: ", tensors.size(), " tensors for ", path,
            " exceed the 65535 entries of a ZIP archive without ZIP64");
@@ -621,39 +893,57 @@ void save_npz(const std::string& path, const NamedTensors& tensors) {
     const uint64_t entry_size = preamble.size() + host.nbytes();
     const std::string entry_name = name + ".npy";
     const uint64_t offset = out.offset();
-    SG_CHECK(entry_size < kLimit && offset + kLocalHeaderSize + entry_name.size() + entry_size < kLimit, "save_npz: ",
-             path, " would exceed the 4 GiB limit of a ZIP archive without ZIP64 at tensor '", name, "' (",
-             entry_size, " bytes); save large tensors with save_npy");
+    const bool deflated = compression == NpzCompression::Deflated;
+    auto check_limit = [&](bool fits) {
+      SG_CHECK(fits, "save_npz: ", path, " would exceed the 4 GiB limit of a ZIP archive without ZIP64 at tensor '",
+               name, "' (", entry_size, " bytes); save large tensors with save_npy");
+    };
+    // A stored entry's end is known before writing it; a deflated one's is checked once written.
+    check_limit(entry_size < kLimit &&
+                (deflated || offset + kLocalHeaderSize + entry_name.size() + entry_size < kLimit));
     uint32_t crc = crc32_update(0, preamble.data(), preamble.size());
     crc = crc32_update(crc, host.data_ptr(), host.nbytes());
     const uint16_t flags = is_ascii(entry_name) ? 0 : kUtf8NameFlag;
+    const uint16_t method = deflated ? kDeflated : kStored;
 
     std::string local;
     put32(local, kLocalHeaderSignature);
     put16(local, 20);  // version needed to extract: 2.0
     put16(local, flags);
-    put16(local, 0);  // stored
+    put16(local, method);
     put16(local, 0);  // time 00:00
     put16(local, kDosDate1980);
     put32(local, crc);
-    put32(local, static_cast<uint32_t>(entry_size));  // compressed size
+    put32(local, static_cast<uint32_t>(entry_size));  // compressed size; a deflated one's is patched in below
     put32(local, static_cast<uint32_t>(entry_size));
     put16(local, static_cast<uint16_t>(entry_name.size()));
     put16(local, 0);  // extra field length
     local += entry_name;
     out.write(local);
-    out.write(preamble);
-    if (host.nbytes()) out.write(host.data_ptr(), host.nbytes());
+    uint64_t compressed_size = entry_size;
+    if (deflated) {
+      DeflateWriter deflater(out, "save_npz: tensor '" + name + "' for " + path);
+      deflater.write(preamble.data(), preamble.size());
+      deflater.write(host.data_ptr(), host.nbytes());
+      compressed_size = deflater.finish();
+      check_limit(out.offset() < kLimit);
+      std::string size_field;
+      put32(size_field, static_cast<uint32_t>(compressed_size));
+      out.patch(offset + 18, size_field);
+    } else {
+      out.write(preamble);
+      if (host.nbytes()) out.write(host.data_ptr(), host.nbytes());
+    }
 
     put32(central, kCentralHeaderSignature);
     put16(central, 20);  // made by: version 2.0
     put16(central, 20);  // needed: version 2.0
     put16(central, flags);
-    put16(central, 0);
+    put16(central, method);
     put16(central, 0);
     put16(central, kDosDate1980);
     put32(central, crc);
-    put32(central, static_cast<uint32_t>(entry_size));
+    put32(central, static_cast<uint32_t>(compressed_size));
     put32(central, static_cast<uint32_t>(entry_size));
     put16(central, static_cast<uint16_t>(entry_name.size()));
     put16(central, 0);  // extra
@@ -683,53 +973,17 @@ void save_npz(const std::string& path, const NamedTensors& tensors) {
 
 NamedTensors load_npz(const std::string& path, LoadOptions options) {
   check_host_endianness("load_npz");
-  FileSource src(path, "load_npz");
   const std::string file = "load_npz: " + path;
+  check_load_device(options, file);
+  FileSource src(path, "load_npz");
   uint64_t data_end = 0;
-  const std::vector<ZipEntry> entries = read_central_directory(src, file, data_end);
+  std::vector<ZipEntry> entries = read_central_directory(src, file, data_end);
+  locate_entries(src, entries, file, data_end);
 
   NamedTensors out;
-  std::set<std::string> names;
-  std::vector<unsigned char> bytes;
   for (const ZipEntry& e : entries) {
     const std::string entry = file + " entry '" + e.name + "'";
-    SG_CHECK(!(e.flags & 1), entry, " is encrypted, which is not supported");
-    if (e.method == 8)
-      SG_FAIL(entry, " is deflate-compressed (as np.savez_compressed writes); structgrad reads uncompressed "
-              "archives: save them with np.savez");
-    SG_CHECK(e.method == 0, entry, " uses ZIP compression method ", e.method,
-             "; structgrad reads only stored (uncompressed) entries, as np.savez writes");
-    SG_CHECK(e.compressed_size == e.size, entry, " is stored but its compressed size (", e.compressed_size,
-             ") differs from its size (", e.size, "): the archive is corrupt");
-    const std::string suffix = ".npy";
-    SG_CHECK(e.name.size() > suffix.size() && e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0,
-             entry, " is not a .npy array (names in a .npz end in .npy)");
-    const std::string name = e.name.substr(0, e.name.size() - suffix.size());
-    SG_CHECK(names.insert(name).second, file, " holds the entry '", e.name, "' twice");
-
-    SG_CHECK(e.local_offset <= data_end && data_end - e.local_offset >= kLocalHeaderSize, entry,
-             " has its local header at offset ", e.local_offset, ", outside the archive data (", data_end,
-             " bytes): the archive is corrupt");
-    unsigned char local[kLocalHeaderSize];
-    src.read(e.local_offset, local, kLocalHeaderSize);
-    SG_CHECK(get32(local) == kLocalHeaderSignature, entry, " has no local header at offset ", e.local_offset,
-             ": the archive is corrupt");
-    const uint64_t name_length = get16(local + 26), extra_length = get16(local + 28);
-    const uint64_t data_offset = e.local_offset + kLocalHeaderSize + name_length + extra_length;
-    SG_CHECK(data_offset <= data_end && e.size <= data_end - data_offset, entry, " is truncated: it needs ", e.size,
-             " bytes at offset ", data_offset, " but the archive data ends at ", data_end);
-    std::string local_name(static_cast<size_t>(name_length), '\0');
-    src.read(e.local_offset + kLocalHeaderSize, local_name.data(), local_name.size());
-    SG_CHECK(local_name == e.name, entry, " is named '", local_name,
-             "' in its local header: the archive is corrupt");
-
-    bytes.resize(static_cast<size_t>(e.size));
-    if (e.size) src.read(data_offset, bytes.data(), bytes.size());
-    const uint32_t crc = crc32_update(0, bytes.data(), bytes.size());
-    SG_CHECK(crc == e.crc, entry, " fails its CRC-32 check (stored ", hex32(e.crc), ", computed ", hex32(crc),
-             "): the archive is corrupt");
-    MemorySource entry_source(bytes.data(), bytes.size());
-    out.emplace_back(name, read_npy(entry_source, entry, options));
+    out.emplace_back(array_name(e), to_requested(read_entry(src, e, entry), options, entry));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Tensor files that NumPy and PyTorch read: .npy (one array, format versions 1.0–3.0) and
-// .npz (a stored, uncompressed ZIP of named .npy arrays, as numpy.savez writes). Files hold
-// values, shape and dtype only: the structure tag is not saved, so load gives Dense tensors.
+// .npz (a ZIP of named .npy arrays, stored as numpy.savez writes them or deflated as
+// numpy.savez_compressed does). Files hold values, shape and dtype only: the structure tag is
+// not saved, so load gives Dense tensors.
 #pragma once
 
 #include <optional>
@@ -50,15 +51,24 @@ Tensor load_npy(const std::string& path, LoadOptions options = {});
 /// Named tensors in order, as save_npz takes them and load_npz returns them.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
-/// Writes named tensors as an uncompressed .npz archive (entry "name.npy" per tensor, stored
-/// with its CRC-32) that numpy.load reads as `f["name"]`. Names must be non-empty and unique.
-/// Archives are limited to 4 GiB and 65535 entries (no ZIP64 on writing).
+/// How save_npz writes each entry: Stored as it is (np.savez, the default) or Deflated through
+/// zlib (np.savez_compressed), smaller for data that compresses, slower to write and read.
+/// Example: `sg::save_npz("data.npz", {{"x", x}}, sg::NpzCompression::Deflated);`
+enum class NpzCompression { Stored, Deflated };
+
+/// Writes named tensors as a .npz archive (entry "name.npy" per tensor, with its CRC-32) that
+/// numpy.load reads as `f["name"]`: stored by default, as np.savez writes, or deflated, as
+/// np.savez_compressed writes. Names must be non-empty and unique. Archives are limited to 4 GiB
+/// and 65535 entries (no ZIP64 on writing).
 /// Example: `sg::save_npz("data.npz", {{"x", x}, {"y", y}});`
-void save_npz(const std::string& path, const NamedTensors& tensors);
+void save_npz(const std::string& path, const NamedTensors& tensors,
+              NpzCompression compression = NpzCompression::Stored);
 
 /// Reads every array of a .npz archive in archive order, names without the ".npy" suffix.
-/// Entries must be stored (np.savez), not deflated (np.savez_compressed); CRC-32 and sizes are
-/// verified; ZIP64 archives are read. Throws sg::Error naming the file, the entry and the problem.
+/// Entries may be stored (np.savez) or deflated (np.savez_compressed); ZIP64 archives are read.
+/// The central directory must be whole and consistent with its end record, each entry's size
+/// must agree with its array header before anything is allocated, and every CRC-32 is verified.
+/// Throws sg::Error naming the file, the entry and the problem.
 /// Example: `for (auto& [name, t] : sg::load_npz("data.npz")) std::cout << name << t.shape() << "\n";`
 NamedTensors load_npz(const std::string& path, LoadOptions options = {});
 
