@@ -423,11 +423,10 @@ void Bench::run_size(int64_t n) {
   add(n, "upper·upper fwd", "cuBLAS SGEMM", sgemm, n3 / 3);
   for (auto [schedule, name] : {std::pair{GemmSchedule::HeaviestFirst, "structgrad, heaviest-first, no split"},
                                 std::pair{GemmSchedule::Raster, "structgrad, raster order, no split"}}) {
-    {
-      sg::detail::cuda::GemmOptionsGuard guard([&](sg::detail::cuda::GemmOptions& o) { o.schedule = schedule; });
-      forward("upper·upper fwd", n3 / 3, [&](int r) { return sg::matmul(upper_a[r % sets], upper_b[r % sets]); },
-              upper_upper, name);
-    }
+    const GemmSchedule order = schedule;
+    sg::detail::cuda::GemmOptionsGuard guard([order](sg::detail::cuda::GemmOptions& o) { o.schedule = order; });
+    forward("upper·upper fwd", n3 / 3, [&](int r) { return sg::matmul(upper_a[r % sets], upper_b[r % sets]); },
+            upper_upper, name);
   }
   // Every other structure pair, forward; the useful multiply-adds of op(A)·op(B) are n³ times
   // the fraction each structure keeps (Upper ½, Dense and Symmetric 1; Upper·Upper ⅙).
