@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/sg_out}
 mkdir -p "$OUT/logs"
 stages=${*:-build test sanitize ab bench numerics peers}
-build=build-device
+build=${SG_BUILD_DIR:-build-device}
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 has() { [[ " $stages " == *" $1 "* ]]; }
@@ -66,15 +66,15 @@ if has ab && [ -n "${SG_OLD_SRC:-}" ] && [ -d "${SG_OLD_SRC}" ]; then
   # The other checkout's library and bench_matmul_cuda, built as this one is; then both benchmarks
   # in turn, twice each, and the per-workload medians side by side.
   t0=$(date +%s)
-  cmake -S "$SG_OLD_SRC" -B build-old -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-    > "$OUT/logs/build_old.log" 2>&1 && cmake --build build-old -j16 --target structgrad >> "$OUT/logs/build_old.log" 2>&1
+  cmake -S "$SG_OLD_SRC" -B ${SG_OLD_BUILD_DIR:-build-old} -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    > "$OUT/logs/build_old.log" 2>&1 && cmake --build ${SG_OLD_BUILD_DIR:-build-old} -j16 --target structgrad >> "$OUT/logs/build_old.log" 2>&1
   rc=$?
   note "old build rc=$rc (library $(seconds $t0)s on $(nproc) cores)"
-  cmake --build build-old -j16 --target bench_matmul_cuda >> "$OUT/logs/build_old.log" 2>&1
-  if [ -x build-old/bench/bench_matmul_cuda ] && [ -x $build/bench/bench_matmul_cuda ]; then
+  cmake --build ${SG_OLD_BUILD_DIR:-build-old} -j16 --target bench_matmul_cuda >> "$OUT/logs/build_old.log" 2>&1
+  if [ -x ${SG_OLD_BUILD_DIR:-build-old}/bench/bench_matmul_cuda ] && [ -x $build/bench/bench_matmul_cuda ]; then
     for round in 1 2; do
       for which in old new; do
-        binary=$([ $which = old ] && echo build-old/bench/bench_matmul_cuda || echo $build/bench/bench_matmul_cuda)
+        binary=$([ $which = old ] && echo ${SG_OLD_BUILD_DIR:-build-old}/bench/bench_matmul_cuda || echo $build/bench/bench_matmul_cuda)
         timeout 300 $binary --n ${SG_AB_N:-1024,4096} --csv "$OUT/logs/ab_${which}_$round.csv" \
           > "$OUT/logs/ab_${which}_$round.txt" 2>&1
         note "bench_matmul_cuda $which round $round rc=$?"
