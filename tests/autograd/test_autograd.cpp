@@ -70,19 +70,6 @@ TEST(Autograd, SavedTensorModifiedInPlaceIsDetected) {
   EXPECT_THROW(y.backward(), sg::Error);
 }
 
-TEST(Autograd, OnlyNeededGradientsAndLeafProjection) {
-  auto a = sg::UpperTriangular::randn(5, sg::kFloat64).requires_grad_();
-  auto d = sg::randn({5, 5}, sg::kFloat64);  // needs no gradient
-  auto loss = sg::sum(sg::matmul(a, d));
-  loss.backward();
-  ASSERT_TRUE(a.grad().defined());
-  EXPECT_EQ(a.grad().structure(), sg::Structure::UpperTriangular);
-  EXPECT_FALSE(d.grad().defined());
-  auto g = a.grad().to_vector();
-  for (int i = 0; i < 5; ++i)
-    for (int j = 0; j < i; ++j) EXPECT_EQ(g[i * 5 + j], 0.0);
-}
-
 TEST(Autograd, DeepChainIsWalkedAndReleasedWithoutRecursion) {
   auto x = sg::tensor({1.0}, sg::kFloat64).requires_grad_();
   const int64_t before = sg::autograd::tape_size();

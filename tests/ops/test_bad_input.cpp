@@ -6,9 +6,9 @@
 //    for bit, storage version, structure tag, graph and gradient.
 //  - kEmptyCases: 0×0, 0×n and n×0 tensors through every op that supports them give results
 //    of the right shape, structure and values (an empty sum is 0).
-//  - Non-finite values: NaN and ±Inf propagate through elementwise ops, reductions, every
-//    structured product and backward as IEEE arithmetic says, and never break a structure's
-//    invariant (entries a structure ignores stay exact zeros).
+//  - Non-finite values: NaN and ±Inf propagate through elementwise ops and reductions as IEEE
+//    arithmetic says, and never break a structure's invariant (entries a structure ignores stay
+//    exact zeros). Through the products and their backward: test_matmul.cpp.
 // The CUDA instances skip where no GPU exists; they run on the GPU machine.
 #include "test_util.h"
 
@@ -30,6 +30,9 @@ extern "C" const char* __asan_default_options() { return "allocator_may_return_n
 namespace {
 
 using S = sg::Structure;
+using sgtest::same_ieee;
+using sgtest::structured_values;
+using sgtest::tagged;
 using Inputs = std::vector<sg::Tensor>;
 using Make = std::function<sg::Tensor(const sg::Device&)>;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -871,25 +874,12 @@ TEST(HostMemory, RequestLargerThanTheMachineIsAClearErrorAndNothingLeaks) {
 
 // ---- NaN and Inf -------------------------------------------------------------------------
 
-struct NumericCase {
-  sg::Device device;
-  sg::DType dtype;
-};
-
-void PrintTo(const NumericCase& c, std::ostream* out) { *out << c.device << " " << c.dtype; }
-
-class NonFinite : public ::testing::TestWithParam<NumericCase> {
+class NonFinite : public ::testing::TestWithParam<sgtest::DeviceDtype> {
  protected:
   void SetUp() override { SG_SKIP_IF_UNAVAILABLE(GetParam().device); }
   sg::TensorOptions opts() const { return on(GetParam().device, GetParam().dtype); }
   double rtol() const { return GetParam().dtype == sg::kFloat32 ? 1e-5 : 1e-12; }
 };
-
-/// `got` equals `want` as IEEE values: both NaN, or equal (infinities with their sign).
-::testing::AssertionResult same_ieee(double got, double want) {
-  if (std::isnan(want) ? std::isnan(got) : got == want) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << got << ", expected " << want;
-}
 
 // Inputs NaN, +inf, −inf, and 0.5 (which every op maps to a finite value).
 TEST_P(NonFinite, UnaryOpsMapSpecialValuesAsIEEESays) {
@@ -964,104 +954,6 @@ TEST_P(NonFinite, ReductionsAndLossPropagate) {
   EXPECT_EQ(sg::mse_loss(sg::zeros({2}, opts()), sg::tensor({kInf, 1}, opts())).item(), kInf);
 }
 
-/// Row-major n×n values of a random matrix of structure s (exact zeros below an Upper
-/// diagonal, mirrored for Symmetric), with `special` written at (i, j) (and (j, i) for
-/// Symmetric); i <= j, inside every structure.
-std::vector<double> structured_values(S s, int64_t n, int64_t i, int64_t j, double special, uint64_t seed) {
-  sg::manual_seed(seed);
-  std::vector<double> v = sg::randn({n, n}, sg::kFloat64).to_vector();
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t c = 0; c < r; ++c) {
-      if (s == S::UpperTriangular) v[r * n + c] = 0;
-      if (s == S::Symmetric) v[r * n + c] = v[c * n + r];
-    }
-  v[i * n + j] = special;
-  if (s == S::Symmetric) v[j * n + i] = special;
-  return v;
-}
-
-sg::Tensor tagged(const std::vector<double>& v, S s, int64_t n, sg::TensorOptions o) {
-  auto t = sg::from_vector(v, {n, n}, o);
-  if (s == S::UpperTriangular) return sg::as_upper(t);
-  if (s == S::Symmetric) return sg::as_symmetric(t);
-  return t;
-}
-
-/// True where op(X)[i][k] is an entry the structure defines (not a structural zero).
-bool defined_entry(S s, int64_t i, int64_t k) { return s != S::UpperTriangular || k >= i; }
-
-// Every structured product with a NaN or an infinity inside each operand's structure:
-//  - an output entry whose terms include the special value through entries both structures
-//    define is NaN or ±inf exactly as the IEEE sum of those terms is (must propagate);
-//  - an entry that is finite even when structural zeros are multiplied in (0·inf = NaN)
-//    is finite and matches the float64 reference;
-//  - entries only reachable through a structural zero may be either (the kernels skip the
-//    zero triangle, as BLAS TRMM/SYMM do);
-//  - the result keeps its structure's invariant exactly.
-TEST_P(NonFinite, EveryStructuredProductPropagatesAndKeepsItsInvariant) {
-  const S all[] = {S::Dense, S::UpperTriangular, S::Symmetric};
-  for (double special : {kNaN, kInf, -kInf})
-    for (int64_t n : {5, 67})
-      for (S sa : all)
-        for (S sb : all) {
-          // A special value in row 1 of A and in row n-2 of B (column n-2 of B for Upper·Upper).
-          const auto av = structured_values(sa, n, 1, 2, special, 3 + n);
-          const auto bv = structured_values(sb, n, n - 3, n - 2, special, 4 + n);
-          const auto a = tagged(av, sa, n, opts()), b = tagged(bv, sb, n, opts());
-          const auto c = sg::matmul(a, b);
-          const auto cv = c.to_vector();
-          // The operands as the device stores them (rounded to the dtype).
-          const auto ar = a.to_vector(), br = b.to_vector();
-          const std::string what = std::string(sg::structure_name(sa)) + "·" + sg::structure_name(sb) + " n=" +
-                                   std::to_string(n) + " special=" + std::to_string(special);
-          int64_t must_propagate = 0;
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              const double got = cv[i * n + j];
-              if (c.structure() == S::UpperTriangular && i > j) {
-                ASSERT_EQ(got, 0.0) << what << ": (" << i << ", " << j << ") below the diagonal of an Upper result";
-                continue;
-              }
-              double structural = 0, dense = 0, scale = 0;
-              for (int64_t k = 0; k < n; ++k) {
-                const double term = ar[i * n + k] * br[k * n + j];
-                dense += term;
-                if (defined_entry(sa, i, k) && defined_entry(sb, k, j)) {
-                  structural += term;
-                  scale += std::abs(term);
-                }
-              }
-              if (!std::isfinite(structural) && !std::isnan(dense) == !std::isnan(structural) &&
-                  (std::isnan(structural) || structural == dense)) {
-                ++must_propagate;
-                ASSERT_TRUE(same_ieee(got, structural)) << what << " at (" << i << ", " << j << ")";
-              } else if (std::isfinite(dense)) {
-                ASSERT_NEAR(got, dense, rtol() * (1 + scale)) << what << " at (" << i << ", " << j << ")";
-              } else {
-                ASSERT_TRUE(same_ieee(got, structural) || same_ieee(got, dense))
-                    << what << " at (" << i << ", " << j << "): " << got << " is neither " << structural << " nor " << dense;
-              }
-            }
-          EXPECT_GT(must_propagate, 0) << what;
-        }
-}
-
-TEST_P(NonFinite, GramAndLinearPropagate) {
-  const int64_t n = 6;
-  const auto av = structured_values(S::Dense, n, 2, 4, kNaN, 5);
-  const auto g = sg::gram(sg::from_vector(av, {n, n}, opts()));  // a·aᵀ: row 2 and column 2 are NaN
-  const auto gv = g.to_vector();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(std::isnan(gv[i * n + j]), i == 2 || j == 2) << "(" << i << ", " << j << ")";
-  EXPECT_EQ(g.structure(), S::Symmetric);
-  // linear(x, U) = x·Uᵀ with +inf in U[1][3]: column 1 of the result gets x[:, 3]·inf.
-  const auto uv = structured_values(S::UpperTriangular, n, 1, 3, kInf, 6);
-  const auto x = sg::from_vector(std::vector<double>(4 * n, 1.0), {4, n}, opts());
-  const auto y = sg::linear(x, tagged(uv, S::UpperTriangular, n, opts())).to_vector();
-  for (int64_t r = 0; r < 4; ++r)
-    for (int64_t c = 0; c < n; ++c) ASSERT_EQ(std::isinf(y[r * n + c]), c == 1) << "(" << r << ", " << c << ")";
-}
-
 // Elementwise ops on structured tensors: non-finite values in entries a structure ignores (or
 // a non-finite scalar, 0·inf = NaN) never break the invariant: the zeros stay exact zeros.
 TEST_P(NonFinite, StructuredElementwiseKeepsStructuralZeros) {
@@ -1096,38 +988,7 @@ TEST_P(NonFinite, StructuredElementwiseKeepsStructuralZeros) {
   }
 }
 
-TEST_P(NonFinite, BackwardPropagatesIntoStructuredGradients) {
-  const int64_t n = 5;
-  auto u = sg::UpperTriangular::randn(n, opts()).requires_grad_();
-  auto x = sg::from_vector(structured_values(S::Dense, n, 2, 0, kNaN, 10), {n, n}, opts());
-  sg::sum(sg::matmul(u, x)).backward();  // dU = triu(1·xᵀ): column 2 (x's row 2) is NaN
-  const auto g = u.grad();
-  ASSERT_EQ(g.structure(), S::UpperTriangular);
-  const auto gv = g.to_vector();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      if (i > j) EXPECT_EQ(gv[i * n + j], 0.0) << "(" << i << ", " << j << ")";
-      else EXPECT_EQ(std::isnan(gv[i * n + j]), j == 2) << "(" << i << ", " << j << ")";
-    }
-  // An optimizer step with that gradient: NaN exactly where the gradient is NaN.
-  sg::optim::SGD opt({u}, {.lr = 0.1});
-  opt.step();
-  const auto uv = u.to_vector();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(std::isnan(uv[i * n + j]), i <= j && j == 2) << "(" << i << ", " << j << ")";
-}
-
-std::vector<NumericCase> numeric_cases() {
-  std::vector<NumericCase> out;
-  for (const sg::Device& d : sgtest::test_devices())
-    for (sg::DType t : {sg::kFloat32, sg::kFloat64}) out.push_back({d, t});
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Devices, NonFinite, ::testing::ValuesIn(numeric_cases()),
-                         [](const testing::TestParamInfo<NumericCase>& info) {
-                           return std::string(info.param.device.is_cpu() ? "cpu_" : "cuda_") +
-                                  sg::dtype_name(info.param.dtype);
-                         });
+INSTANTIATE_TEST_SUITE_P(Devices, NonFinite, ::testing::ValuesIn(sgtest::test_devices_and_dtypes()),
+                         sgtest::device_dtype_test_name);
 
 }  // namespace
