@@ -208,59 +208,136 @@ __device__ __forceinline__ int swizzled_out_offset(int r, int c, int box_bytes) 
   return (c >> 5) * box_bytes + r * 128 + ((((c >> 2) & 7) ^ (r & 7)) << 4) + (c & 3) * 4;
 }
 
-/// The register-B kernel's tile written by TMA stores (TmaMaps::kCStore). The threads put alpha ·
-/// acc, with the Upper mask's zeros, into shared memory (the ring, free once both warpgroups are
-/// done with it) as four boxes of 128 rows × 32 columns in the 128-byte swizzle (16-byte chunk p
-/// of row r at p ^ (r mod 8)), and thread 0 stores the boxes; the copies clip at C's edges. An
-/// empty item (no k-range) stores one box of zeros four times. The block leaves once the copies
-/// have read shared memory. Measured against the accumulator layout's scattered 4-byte stores:
-/// docs/structured_gemm.md, "The register-B kernel's epilogue by TMA". `counter`: for a chunk of a
-/// tile split in two, the tile's arrival counter; the chunk then stores or adds its partial tile as
-/// split_tile_arrive says (no partial tile in the workspace).
-__device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, const TmaMaps& maps,
-                                                  const GemmWorkItem& item, int row0, int col0,
-                                                  const float (&acc)[ConfigTf32WgmmaRegisterB::kPerRow]
-                                                                    [ConfigTf32WgmmaRegisterB::kPerCol],
-                                                  unsigned char* smem, int* counter = nullptr) {
-  using Out = ConfigTf32WgmmaRegisterB;
-  constexpr int kBoxBytes = Out::kTile * 32 * sizeof(float);
-  static_assert(Out::kTile == 128, "four boxes of 128 × 32");
-  const bool empty = item.k_begin >= item.k_end;
-  __syncthreads();  // every warp is done with the ring
-  if (empty) {
-    zero_shared_box(smem);
-  } else {
-    const float alpha = args.alpha;
-    const bool upper = args.mask == OutputMask::Upper;
-    const int row_base = Out::row_base(), col_base = Out::col_base();
+/// The second count of a split tile's chunk whose stores the wide kernel left to complete
+/// (store_tile_by_tma's `deferred`): given before the block waits for another chunk's, or at its end,
+/// so no two blocks wait for each other.
+__device__ __forceinline__ void wide_tile_stored(int*& stored) {
+  if (stored != nullptr) split_tile_stored(stored);
+  stored = nullptr;
+}
+
+/// How a kernel's tiles go out by TMA stores (store_tile_by_tma): in kRounds rounds, each of
+/// kRoundRows × kRoundCols outputs staged in shared memory as boxes of kRoundRows rows × 32 columns
+/// (the output map's box; 128-byte swizzle), the rounds taking the tile's rows in turn (kSplitRows)
+/// or its columns, through kBuffers buffers of a round's boxes in turn. The kernels' shapes:
+///  - register-B: a 128 × 128 tile in one round, its block's ring as the buffer, whole-block barriers;
+///  - tall: a 256 × 128 tile in four rounds of 64 rows through one buffer (the last round's stores
+///    drain while the block goes on to its next item);
+///  - wide: a 128 × 256 tile in eight rounds of 32 columns through two buffers, so that a round's
+///    writes overlap the stores of the round before it ("Two boxes in turn"); adjacent columns
+///    paired in 8-byte writes.
+template <int kRounds_, int kRoundRows_, int kRoundCols_, int kBuffers_, bool kSplitRows_, bool kBlockBarrier_>
+struct TmaStoreShape {
+  static constexpr int kRounds = kRounds_, kRoundRows = kRoundRows_, kRoundCols = kRoundCols_, kBuffers = kBuffers_;
+  static constexpr bool kSplitRows = kSplitRows_, kBlockBarrier = kBlockBarrier_;
+  static constexpr int kBoxBytes = kRoundRows * 32 * static_cast<int>(sizeof(float));
+  static constexpr int kRoundBytes = kRoundCols / 32 * kBoxBytes;
+};
+using RegisterBStores = TmaStoreShape<1, 128, 128, 1, true, true>;
+using TallStores = TmaStoreShape<4, TallConfig::kOutRows, 128, 1, true, false>;
+using WideStores = TmaStoreShape<8, 128, WideConfig::kOutCols, 2, false, false>;
+
+/// The output's byte offset in a round's boxes of element (r, c) of the round (output_offset: 16-byte
+/// chunk p of row r of box c / 32 at p ^ (r mod 8)).
+template <class Shape>
+__device__ __forceinline__ int round_offset(int r, int c) {
+  return swizzled_out_offset(r, c, Shape::kBoxBytes);
+}
+
+/// The epilogue of the kernels that write C by TMA stores (TmaMaps::kCStore): per round, thread 0
+/// waits until the stores that last read the round's buffer have read it, the threads write alpha ·
+/// acc with the Upper mask's zeros into its boxes, and thread 0 stores them (clipped at C's edges).
+/// Cfg: the accumulators' layout (row_base, row_offset, ...). Split-K fix-up in C: a chunk of a tile
+/// split in two (`counter`, its arrival counter; null for a whole tile) stores or adds its partial tile
+/// (alpha applied) as split_tile_arrive says; a chunk that stores counts its stores done at once, or,
+/// with `deferred` (the wide kernel), leaves its counter there for wide_tile_stored, so its warpgroups
+/// need not wait for the stores to complete.
+template <class Cfg, class Shape>
+__device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
+                                                  const float (&acc)[Cfg::kPerRow][Cfg::kPerCol], unsigned char* out,
+                                                  int* counter, int** deferred = nullptr) {
+  constexpr bool kPairs = Cfg::col_offset(1) == 1;  // acc[i][2t], acc[i][2t + 1]: adjacent columns
+  constexpr int kRowsPerRound = Shape::kSplitRows ? Cfg::kPerRow / Shape::kRounds : Cfg::kPerRow;
+  constexpr int kColsPerRound = Shape::kSplitRows ? Cfg::kPerCol : Cfg::kPerCol / Shape::kRounds;
+  static_assert(!Shape::kSplitRows || Cfg::row_offset(kRowsPerRound) == Shape::kRoundRows || Shape::kRounds == 1,
+                "round r's accumulators are its rows");
+  static_assert(Shape::kSplitRows || Cfg::col_offset(kColsPerRound) == Shape::kRoundCols,
+                "round q's accumulators are its columns");
+  static_assert(!kPairs || kColsPerRound % 2 == 0, "whole pairs of columns per round");
+  auto sync = [] {
+    if constexpr (Shape::kBlockBarrier) __syncthreads();
+    else named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+  };
+  const float alpha = args.alpha;
+  const bool upper = args.mask == OutputMask::Upper;
+  const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
+  // Thread 0's: this chunk of a split tile adds its partial tile (split_tile_arrive).
+  if (deferred != nullptr && threadIdx.x == 0) wide_tile_stored(*deferred);
+  const bool reduce = counter != nullptr && threadIdx.x == 0 && split_tile_arrive(counter);
 #pragma unroll
-    for (int i = 0; i < Out::kPerRow; ++i) {
-      const int r = row_base + Out::row_offset(i);
+  for (int round = 0; round < Shape::kRounds; ++round) {
+    const int round_row0 = row0 + (Shape::kSplitRows ? round * Shape::kRoundRows : 0);
+    const int round_col0 = col0 + (Shape::kSplitRows ? 0 : round * Shape::kRoundCols);
+    unsigned char* const buffer = out + (round % Shape::kBuffers) * Shape::kRoundBytes;
+    // The stores that last read this buffer are done reading it (with two buffers, the round before
+    // last's: the last round's may still be reading the other).
+    if (threadIdx.x == 0) {
+      if constexpr (Shape::kBuffers == 2) tma_store_wait_read_all_but_latest();
+      else if constexpr (!Shape::kBlockBarrier) tma_store_wait_read();
+    }
+    sync();
 #pragma unroll
-      for (int j = 0; j < Out::kPerCol; ++j) {
-        const int c = col_base + Out::col_offset(j);
-        const float value = upper && row0 + r > col0 + c ? 0.0f : alpha * acc[i][j];
-        *reinterpret_cast<float*>(smem + swizzled_out_offset(r, c, kBoxBytes)) = value;
+    for (int ii = 0; ii < kRowsPerRound; ++ii) {
+      const int i = (Shape::kSplitRows ? round * kRowsPerRound : 0) + ii;
+      const int r = row_base + Cfg::row_offset(i) - (round_row0 - row0);
+#pragma unroll
+      for (int jj = 0; jj < kColsPerRound; jj += kPairs ? 2 : 1) {
+        const int j = (Shape::kSplitRows ? 0 : round * kColsPerRound) + jj;
+        const int c = col_base + Cfg::col_offset(j) - (round_col0 - col0);
+        if constexpr (kPairs) {  // c even: c, c + 1 in one chunk
+          float2 value;
+          value.x = upper && round_row0 + r > round_col0 + c ? 0.0f : alpha * acc[i][j];
+          value.y = upper && round_row0 + r > round_col0 + c + 1 ? 0.0f : alpha * acc[i][j + 1];
+          *reinterpret_cast<float2*>(buffer + round_offset<Shape>(r, c)) = value;
+        } else {
+          const float value = upper && round_row0 + r > round_col0 + c ? 0.0f : alpha * acc[i][j];
+          *reinterpret_cast<float*>(buffer + round_offset<Shape>(r, c)) = value;
+        }
       }
     }
+    fence_shared_for_async_proxy();
+    sync();
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int q = 0; q < Shape::kRoundCols / 32; ++q)
+        tma_store_tile(&maps.c, round_col0 + 32 * q, round_row0, buffer + q * Shape::kBoxBytes, reduce);
+      tma_store_commit();
+    }
   }
+  if (counter != nullptr && threadIdx.x == 0 && !reduce) {
+    if (deferred != nullptr) *deferred = counter;
+    else split_tile_stored(counter);  // (its stores complete: read too)
+  } else if (Shape::kBlockBarrier && threadIdx.x == 0) {
+    tma_store_wait_read();  // the block leaves: its shared memory must outlive the stores' reads
+  }
+}
+
+/// The register-B kernel's tile of an empty item (no k-range: zeros) by TMA stores: one zeroed 128 ×
+/// 32 box of its ring stored four times, and with mirror_zeros four times more, at the mirror tile.
+__device__ __forceinline__ void store_zero_tile_by_tma(const TmaMaps& maps, const GemmWorkItem& item, int row0,
+                                                       int col0, unsigned char* smem) {
+  __syncthreads();  // every warp is done with the ring
+  zero_shared_box(smem);
   fence_shared_for_async_proxy();
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (counter != nullptr && split_tile_arrive(counter)) {  // a chunk of a tile split in two, adding
 #pragma unroll
-      for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem + q * kBoxBytes, true);
-      tma_store_wait_read();
-      return;
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem + (empty ? 0 : q * kBoxBytes));
-    if (empty && item.mirror_zeros) {  // the mirror tile's zeros from the same box
+    for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, col0 + 32 * q, row0, smem);
+    if (item.mirror_zeros) {
 #pragma unroll
       for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, row0 + 32 * q, col0, smem);
     }
-    if (counter != nullptr) split_tile_stored(counter);
-    else tma_store_wait_read();
+    tma_store_wait_read();
   }
 }
 
@@ -278,113 +355,6 @@ __device__ __forceinline__ void store_mirror_zeros(const TmaMaps& maps, int row0
     for (int q = 0; q < 4; ++q) tma_store_tile(&maps.c, row0 + 32 * q, col0, box);
     tma_store_commit();
   }
-}
-
-/// The tall kernel's tile written by TMA stores, in four rounds of 64 rows through the four boxes
-/// at `out` (64 rows × 32 columns each, the 128-byte swizzle: 16-byte chunk p of row r at p ^ (r mod
-/// 8)): thread 0 waits until the stores before have read the boxes, the threads write alpha · acc
-/// with the Upper mask's zeros, and thread 0 stores the boxes (clipped at C's edges). The last
-/// round's stores drain while the block goes on to its next item.
-/// A chunk of a tile split in two (`counter`, its arrival counter; null for a whole tile) stores or
-/// adds its partial tile (alpha applied) as split_tile_arrive says.
-__device__ __forceinline__ void store_tall_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
-                                                const float (&acc)[TallConfig::kPerRow][TallConfig::kPerCol],
-                                                unsigned char* out, int* counter) {
-  using Cfg = TallConfig;
-  constexpr int kRowsPerRound = Cfg::kOutRows, kPerRound = Cfg::kPerRow * kRowsPerRound / Cfg::kTile;
-  static_assert(Cfg::row_offset(kPerRound) == kRowsPerRound, "round r's accumulators are rows 64r … 64r + 63");
-  const float alpha = args.alpha;
-  const bool upper = args.mask == OutputMask::Upper;
-  const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
-  // Thread 0's: this chunk of a split tile adds its partial tile (split_tile_arrive).
-  const bool reduce = counter != nullptr && threadIdx.x == 0 && split_tile_arrive(counter);
-#pragma unroll
-  for (int round = 0; round < Cfg::kTile / kRowsPerRound; ++round) {
-    if (threadIdx.x == 0) tma_store_wait_read();
-    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-#pragma unroll
-    for (int i = round * kPerRound; i < (round + 1) * kPerRound; ++i) {
-      const int r = row_base + Cfg::row_offset(i) - round * kRowsPerRound;
-#pragma unroll
-      for (int j = 0; j < Cfg::kPerCol; ++j) {
-        const int c = col_base + Cfg::col_offset(j);
-        const float value = upper && row0 + round * kRowsPerRound + r > col0 + c ? 0.0f : alpha * acc[i][j];
-        *reinterpret_cast<float*>(out + swizzled_out_offset(r, c, Cfg::kOutBoxBytes)) = value;
-      }
-    }
-    fence_shared_for_async_proxy();
-    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int q = 0; q < Cfg::kTileN / 32; ++q)
-        tma_store_tile(&maps.c, col0 + 32 * q, row0 + round * kRowsPerRound, out + q * Cfg::kOutBoxBytes, reduce);
-      tma_store_commit();
-    }
-  }
-  if (counter != nullptr && threadIdx.x == 0 && !reduce) split_tile_stored(counter);
-}
-
-/// The wide kernel's tile written by TMA stores (TmaMaps::kCStore), in eight rounds of 32 columns
-/// through the two boxes at `out` in turn (128 rows × 32 columns each, the 128-byte swizzle: 16-byte
-/// chunk p of row r at p ^ (r mod 8)): thread 0 waits until the stores of the round before last
-/// have read the box this round writes, the consumer threads write alpha · acc with the Upper
-/// mask's zeros (a pair of adjacent columns per 8-byte store), and thread 0 stores the box (clipped
-/// at C's edges). So a round's writes overlap the last round's stores reading the other box (until
-/// the twenty-first session one 64-column round waited for the last to be read: measured in
-/// docs/structured_gemm.md, "Two boxes in turn"). The last rounds' stores drain while the block
-/// goes on to its next item.
-/// A chunk of a tile split in two (`counter`, its arrival counter; null for a whole tile) stores or
-/// adds its partial tile (alpha applied) as split_tile_arrive says. A chunk that stores gives its
-/// second count later: `stored` (thread 0's) keeps its counter until the next call or the block's
-/// end (wide_tile_stored), so the warpgroup does not wait for the stores to complete. A block gives
-/// it before it waits for another chunk's, so no two blocks wait for each other.
-__device__ __forceinline__ void wide_tile_stored(int*& stored) {
-  if (stored != nullptr) split_tile_stored(stored);
-  stored = nullptr;
-}
-
-__device__ __forceinline__ void store_wide_tile(const GemmArgs<float>& args, const TmaMaps& maps, int row0, int col0,
-                                                const float (&acc)[WideConfig::kPerRow][WideConfig::kPerCol],
-                                                unsigned char* out, int* counter, int*& stored) {
-  using Cfg = WideConfig;
-  constexpr int kPerRound = Cfg::kPerCol * Cfg::kOutCols / Cfg::kTileN;
-  static_assert(Cfg::col_offset(kPerRound) == Cfg::kOutCols, "round q's accumulators are columns 32q … 32q + 31");
-  static_assert(Cfg::kTileN / Cfg::kOutCols % 2 == 0, "an even count of rounds per tile: round q uses box q mod 2");
-  static_assert(Cfg::col_offset(1) == 1 && kPerRound % 2 == 0, "acc[i][2t], acc[i][2t + 1]: adjacent columns");
-  const float alpha = args.alpha;
-  const bool upper = args.mask == OutputMask::Upper;
-  const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
-  // Thread 0's: this chunk of a split tile adds its partial tile (split_tile_arrive).
-  if (threadIdx.x == 0) wide_tile_stored(stored);
-  const bool reduce = counter != nullptr && threadIdx.x == 0 && split_tile_arrive(counter);
-#pragma unroll
-  for (int round = 0; round < Cfg::kTileN / Cfg::kOutCols; ++round) {
-    const int round_col0 = col0 + round * Cfg::kOutCols;
-    unsigned char* const box = out + (round & 1) * Cfg::kOutBoxBytes;
-    // The round before last stored from this box: its stores have read it (the last round's may
-    // still be reading the other).
-    if (threadIdx.x == 0) tma_store_wait_read_all_but_latest();
-    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-#pragma unroll
-    for (int i = 0; i < Cfg::kPerRow; ++i) {
-      const int r = row_base + Cfg::row_offset(i);
-#pragma unroll
-      for (int j = round * kPerRound; j < (round + 1) * kPerRound; j += 2) {
-        const int c = col_base + Cfg::col_offset(j) - round * Cfg::kOutCols;  // even: c, c + 1 in one chunk
-        float2 value;
-        value.x = upper && row0 + r > round_col0 + c ? 0.0f : alpha * acc[i][j];
-        value.y = upper && row0 + r > round_col0 + c + 1 ? 0.0f : alpha * acc[i][j + 1];
-        *reinterpret_cast<float2*>(box + swizzled_out_offset(r, c, Cfg::kOutBoxBytes)) = value;
-      }
-    }
-    fence_shared_for_async_proxy();
-    named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-    if (threadIdx.x == 0) {
-      tma_store_tile(&maps.c, round_col0, row0, box, reduce);
-      tma_store_commit();
-    }
-  }
-  if (counter != nullptr && threadIdx.x == 0 && !reduce) stored = counter;
 }
 
 }  // namespace sg::detail::cuda

@@ -106,11 +106,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc_t[j][i] = acc[i][j];
   if (maps.has & kCStore) {
-    if (item.chunk_count == 2)  // the two chunks meet in C (split_tile_arrive)
-      store_tile_by_tma(args, maps, item, row0, col0, acc_t, reinterpret_cast<unsigned char*>(a_tiles),
-                        args.counters + item.counter_index);
-    else if (gather_split_tile<ConfigTf32WgmmaRegisterB, true>(args, item, acc_t, last_chunk, threadIdx.x))
-      store_tile_by_tma(args, maps, item, row0, col0, acc_t, reinterpret_cast<unsigned char*>(a_tiles));
+    unsigned char* const ring = reinterpret_cast<unsigned char*>(a_tiles);  // free once both warpgroups are done
+    using Out = ConfigTf32WgmmaRegisterB;
+    if (item.k_begin >= item.k_end)
+      store_zero_tile_by_tma(maps, item, row0, col0, ring);
+    else if (item.chunk_count == 2)  // the two chunks meet in C (split_tile_arrive)
+      store_tile_by_tma<Out, RegisterBStores>(args, maps, row0, col0, acc_t, ring, args.counters + item.counter_index);
+    else if (gather_split_tile<Out, true>(args, item, acc_t, last_chunk, threadIdx.x))
+      store_tile_by_tma<Out, RegisterBStores>(args, maps, row0, col0, acc_t, ring, nullptr);
     else if (item.mirror_zeros && threadIdx.x == 0)
       tma_store_wait_read();  // a chunk that leaves the tile to another: its mirror stores have read b_raw[2]
   } else {

@@ -21,7 +21,7 @@ namespace sg::detail::cuda {
 // Block b runs items offsets[b] … offsets[b + 1] − 1 of a host-made schedule (tall_tile_plan:
 // tiles dealt in shared-panel order (by first k, heaviest first among equal first k) to the least
 // loaded block, long ones cut into two chunks where that balances the blocks; the chunks meet in C
-// by a TMA store and a TMA reduction, store_tall_tile, with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
+// by a TMA store and a TMA reduction, store_tile_by_tma, with no partial tile in between). Items with an empty k-range are tiles of zeros, first in their
 // block's list (the planner gives each to the least loaded block): thread 0 writes them by TMA
 // stores of a zeroed box after the block's other items. A's storage must hold its structural zeros
 // (Dense, GemmOperand::zeros_stored, or a relayout copy): no step is zeroed in shared memory. B's
@@ -202,8 +202,8 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     for (int r = 0; r < Cfg::kPerCol; ++r)
 #pragma unroll
       for (int c = 0; c < Cfg::kPerRow; ++c) acc_t[c][r] = acc[r][c];
-    store_tall_tile(args, maps, item.tile_row * Cfg::kTile, col0, acc_t, out,
-                    item.chunk_count > 1 ? args.counters + item.counter_index : nullptr);
+    store_tile_by_tma<Cfg, TallStores>(args, maps, item.tile_row * Cfg::kTile, col0, acc_t, out,
+                                       item.chunk_count > 1 ? args.counters + item.counter_index : nullptr);
   }
   // The tiles of zeros, from a box of the epilogue's buffer zeroed once its last stores have read it.
   if (zeros_end > first) {

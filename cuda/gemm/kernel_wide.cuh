@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
   unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
   float* const a_tiles = reinterpret_cast<float*>(base);
   float* const b_tiles = reinterpret_cast<float*>(base + kWideStages * Cfg::kATileBytes);
-  unsigned char* const out = base + kWideStages * (Cfg::kATileBytes + Cfg::kBTileBytes);  // store_wide_tile's boxes
+  unsigned char* const out = base + kWideStages * (Cfg::kATileBytes + Cfg::kBTileBytes);  // the epilogue's boxes (store_tile_by_tma)
   constexpr int kAStage = Cfg::kATileBytes / 4, kBStage = Cfg::kBTileBytes / 4;  // floats per buffer
   __shared__ uint64_t full[kWideStages], empty[kWideStages];
   __shared__ int last_chunk;
@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
   }
   const uint32_t a_rows = (threadIdx.x >> 7) * 64 * Cfg::kKStep * sizeof(float);  // this warpgroup's rows
   const bool signals = (threadIdx.x & 127) == 0;
-  int* stored = nullptr;  // thread 0's: the split tile whose stores it has yet to count (store_wide_tile)
+  int* stored = nullptr;  // thread 0's: the split tile whose stores it has yet to count (store_tile_by_tma)
   const bool tma_stores = maps.has & kCStore;
   bool zero_tiles = false;  // the block has tiles of zeros, stored after its other items
 #pragma unroll 1
@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     wgmma_fence_operands(acc);
     if (signals && released >= 0) mbarrier_arrive(empty + released);
     if (tma_stores)
-      store_wide_tile(args, maps, row0, item.tile_col * Cfg::kTileN, acc, out,
-                      item.chunk_count > 1 ? args.counters + item.counter_index : nullptr, stored);
+      store_tile_by_tma<Cfg, WideStores>(args, maps, row0, item.tile_col * Cfg::kTileN, acc, out,
+                                         item.chunk_count > 1 ? args.counters + item.counter_index : nullptr, &stored);
     else  // (the plan without split tiles: wide_tile_plan's, WideSplit::Never)
       write_tile<Cfg, true>(args, item, row0, item.tile_col * Cfg::kTileN, acc, last_chunk, threadIdx.x);
   }

@@ -226,7 +226,7 @@ struct TallConfig : ConfigTf32WgmmaRegisterB {
   static constexpr int kPerRow = 64;
   static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
   // The epilogue's buffer: four boxes of 64 rows × 32 columns of the output map, a quarter of the
-  // tile per round (store_tall_tile); its first box, zeroed at the end, the source of the tiles of zeros.
+  // tile per round (store_tile_by_tma, TallStores); its first box, zeroed at the end, the source of the tiles of zeros.
   static constexpr int kOutRows = 64, kOutBoxBytes = kOutRows * 32 * 4, kOutBytes = 4 * kOutBoxBytes;
   static constexpr int kDynamicSmem = kTallStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
 };
@@ -249,7 +249,7 @@ struct WideConfig : ConfigTf32Wgmma {
   static constexpr int kTileN = 256;
   static constexpr int kPerCol = kTileN / 4;
   static constexpr int kATileBytes = kTile * kKStep * 4, kBTileBytes = kTileN * kKStep * 4;
-  // The epilogue's buffer (store_wide_tile): two boxes of 128 rows × 32 columns of the output map,
+  // The epilogue's buffer (store_tile_by_tma, WideStores): two boxes of 128 rows × 32 columns of the output map,
   // one per round, in turn.
   static constexpr int kOutCols = 32, kOutBoxBytes = kTile * kOutCols * 4, kOutBytes = 2 * kOutBoxBytes;
   static constexpr int kDynamicSmem = kWideStages * (kATileBytes + kBTileBytes) + kOutBytes + 1024;
