@@ -162,11 +162,11 @@ Tensor Tensor::dense() const {
 
 bool Tensor::requires_grad() const { return impl().requires_grad || impl().grad_fn != nullptr; }
 
-Tensor& Tensor::requires_grad_(bool requires) {
+Tensor& Tensor::requires_grad_(bool on) {
   SG_CHECK(defined(), "requires_grad_: the tensor is undefined");
   SG_CHECK(is_leaf(), "requires_grad_: can only be set on a leaf tensor (this one was produced by '",
            detail::tensor_methods("requires_grad_").producer_name(*this), "'); use detach() first");
-  impl().requires_grad = requires;
+  impl().requires_grad = on;
   return *this;
 }
 

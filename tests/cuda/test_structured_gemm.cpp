@@ -550,11 +550,11 @@ TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
 
 TEST(CudaGemmTf32Loop, RoundedCopiesMatchTheReferenceWithTheErrorsOfRoundingToNearest) {
   // GemmOptions::round_copies: the tiles that direct TMA copies bring are rounded to TF32 in shared
-  // memory. Every product of the matmul table matches the reference with it, at 300 on the
-  // kernels Auto picks and at 520 with the tall and wide kernels forced on (each run at least
-  // once). Upper·Upper at 768, both operands direct (relaid), then has about the error of the loop
-  // that stages every operand through registers (each rounded there), well below the default's,
-  // whose direct tiles the tensor cores truncate.
+  // memory. Every product of the matmul table matches the reference with it, at 300 on the kernels
+  // Auto picks and at 520 with the tall and wide kernels forced on, operands relaid or not (each
+  // kernel run at least once). Upper·Upper at 768, both operands direct (relaid), then has about
+  // the error of the loop that stages every operand through registers (each rounded there), well
+  // below the default's, whose direct tiles the tensor cores truncate.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const ScopedTf32 tf32;
   if (!wgmma_loop_runs()) GTEST_SKIP() << "direct copies feed the wgmma loop, which this device or build does not run";
@@ -564,13 +564,16 @@ TEST(CudaGemmTf32Loop, RoundedCopiesMatchTheReferenceWithTheErrorsOfRoundingToNe
   for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
   EXPECT_GT(cu::gemm_stats().pipelined_launches, pipelined);
   EXPECT_GT(cu::gemm_stats().register_b_launches, register_b);
-  set_option([&](cu::GemmOptions& o) {
-    o.tall_tiles = cu::Choice::Always;
-    o.wide_tiles = cu::Choice::Always;
-  });
   const int64_t tall = cu::gemm_stats().tall_launches;
   const int64_t wide = cu::gemm_stats().wide_launches + cu::gemm_stats().wide_structured_launches;
-  for (const GemmProblem& p : matmul_table_products(520)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+  for (cu::Choice relayout : {cu::Choice::Never, cu::Choice::Always}) {
+    set_option([&](cu::GemmOptions& o) {
+      o.tall_tiles = cu::Choice::Always;
+      o.wide_tiles = cu::Choice::Always;
+      o.relayout = relayout;
+    });
+    for (const GemmProblem& p : matmul_table_products(520)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
+  }
   EXPECT_GT(cu::gemm_stats().tall_launches, tall);
   EXPECT_GT(cu::gemm_stats().wide_launches + cu::gemm_stats().wide_structured_launches, wide);
 

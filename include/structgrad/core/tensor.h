@@ -128,7 +128,7 @@ class Tensor {
   bool requires_grad() const;
   /// Marks a leaf as a parameter whose gradient is accumulated into grad().
   /// Throws on a non-leaf. Returns *this. Example: `auto w = sg::randn({3, 3}).requires_grad_();`
-  Tensor& requires_grad_(bool requires = true);
+  Tensor& requires_grad_(bool on = true);
   /// True when no recorded op produced this tensor.
   bool is_leaf() const;
   /// The accumulated gradient (undefined until a backward reaches this leaf). It has the

@@ -41,8 +41,8 @@ class UpperTriangular : public Tensor {
   /// The side n. Example: `u.n() == u.size(0)`.
   int64_t n() const { return size(0); }
   /// Tensor::requires_grad_ keeping the static type. Example: `auto u = sg::UpperTriangular::eye(4).requires_grad_();`
-  UpperTriangular& requires_grad_(bool requires = true) {
-    Tensor::requires_grad_(requires);
+  UpperTriangular& requires_grad_(bool on = true) {
+    Tensor::requires_grad_(on);
     return *this;
   }
 };
@@ -62,8 +62,8 @@ class Symmetric : public Tensor {
   /// The side n. Example: `s.n() == s.size(0)`.
   int64_t n() const { return size(0); }
   /// Tensor::requires_grad_ keeping the static type. Example: `auto s = sg::Symmetric::eye(4).requires_grad_();`
-  Symmetric& requires_grad_(bool requires = true) {
-    Tensor::requires_grad_(requires);
+  Symmetric& requires_grad_(bool on = true) {
+    Tensor::requires_grad_(on);
     return *this;
   }
 };
