@@ -46,7 +46,6 @@ struct Options {
   bool no_transposed_a = false;     // the backward copies op(A) for dB, not reading the forward's op(A)ᵀ (the ablation)
   bool no_dependent_launch = false; // the tall and wide kernels launched as ordinary launches (the ablation)
   bool no_zeros_reuse = false;      // Upper outputs write their zeros even in a block that holds them (the ablation)
-  bool round_copies = false;        // TF32: the tiles that direct TMA copies bring rounded in shared memory
   std::string wide_split = "auto";  // that kernel's last round of tiles cut in k
   std::string register_b = "auto";  // wgmma products with a k-major B: the register-B kernel
   std::string tall = "auto";        // those of them with stored zeros: the 256 × 128 persistent kernel
@@ -100,7 +99,6 @@ Options parse(int argc, char** argv) {
     else if (arg == "--wide-scalar-stores") o.wide_scalar_stores = true;
     else if (arg == "--no-transposed-a") o.no_transposed_a = true;
     else if (arg == "--no-zeros-reuse") o.no_zeros_reuse = true;
-    else if (arg == "--round-copies") o.round_copies = true;
     else if (arg == "--no-dependent-launch") o.no_dependent_launch = true;
     else if (mode_flag("--wide-split")) o.wide_split = next();
     else if (mode_flag("--register-b")) o.register_b = next();
@@ -115,7 +113,7 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_gemm_cuda [--n 1024,4096] [--reps 15] [--csv FILE] [--fma] [--relayout auto|never|always] "
-                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--wide-split auto|never|always] [--register-b auto|never|always] [--tall auto|never|always] [--no-transposed-a] [--no-dependent-launch] [--no-zeros-reuse] [--round-copies]] "
+                   "[--tf32 [--mma-sync | --no-tma | --tma-outer-major | --barrier-per-step] [--wide auto|never|always] [--wide-scalar-stores] [--wide-split auto|never|always] [--register-b auto|never|always] [--tall auto|never|always] [--no-transposed-a] [--no-dependent-launch] [--no-zeros-reuse]] "
                    "[--schedule balanced|heaviest-first|raster] [--head-to-head PAIRS]\n");
       std::exit(2);
     }
@@ -660,7 +658,6 @@ int main(int argc, char** argv) {
     gemm.wide_split = choice(options.wide_split);
     gemm.register_b = choice(options.register_b);
     gemm.tall_tiles = choice(options.tall);
-    gemm.round_copies = options.round_copies;
     cu::set_gemm_options(gemm);
     if (options.no_zeros_reuse) sg::detail::set_upper_output_reuse(false);
     std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, split %s, register B %s, tall tiles %s%s%s%s, schedule %s), median of %d\n",

@@ -41,9 +41,6 @@ struct OperandView {
   // The storage holds zeros outside the structure near the diagonal (a relayout copy: within
   // kRelayoutZeroBand), so the pipelined kernel's diagonal-crossing steps need no zeroing.
   bool zeros_stored;
-  // TF32 (wgmma loop): the threads round the tiles that direct TMA copies bring to TF32 in shared
-  // memory, as the stagers round the tiles they stage, before the tensor cores read them.
-  bool round_copies;
 };
 
 template <typename T>
@@ -80,7 +77,6 @@ OperandView<T> operand_view(const void* data, GemmOperand d, bool is_b, int64_t 
   constexpr int kVec = 16 / sizeof(T);
   v.vector_ok = reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % kVec == 0;
   v.zeros_stored = false;
-  v.round_copies = false;
   return v;
 }
 

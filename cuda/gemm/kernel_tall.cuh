@@ -158,14 +158,6 @@ __global__ void __launch_bounds__(TallConfig::kThreads, 1)
           tma_store_commit();
         }
       }
-      // A's tile came by a direct copy: rounded to TF32 before the tensor cores read it (after the
-      // transposed write above, which takes A's values as they are).
-      if (args.a.round_copies) {
-        prepare_direct_tile<Cfg, Cfg::kTile, Cfg::kThreads>(a_tiles + stage * kAStage, threadIdx.x, args.a.pattern, 0,
-                                                            0, false, true);
-        fence_shared_for_async_proxy();
-        named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-      }
       load_tall_fragments(raw, offset, frag);
       // B's diagonal-crossing steps where its storage does not hold the zeros (A's always does).
       if (needs_structural_zeros<ConfigTf32WgmmaRegisterB>(args.b, col0, k0))

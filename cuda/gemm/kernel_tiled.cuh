@@ -56,10 +56,8 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   }
   stage_a.fetch(args.a, item.k_begin, staged_a);
   stage_b.fetch(args.b, item.k_begin, staged_b);
-  stage_a.store_at(args.a, item.k_begin, a_tiles[0], staged_a, ring, 0);
-  stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0);
-  stage_a.prepare_direct(args.a, item.k_begin, a_tiles[0], tma_bars, 0);
-  stage_b.prepare_direct(args.b, item.k_begin, b_tiles[0], tma_bars, 0);
+  stage_a.store_at(args.a, item.k_begin, a_tiles[0], staged_a, ring, 0, tma_bars, 0);
+  stage_b.store_at(args.b, item.k_begin, b_tiles[0], staged_b, ring, 0, tma_bars, 0);
   if constexpr (Cfg::kWgmma) fence_shared_for_async_proxy();
   __syncthreads();
   if constexpr (Cfg::kInner == InnerLoop::Fma || Cfg::kDmma) {

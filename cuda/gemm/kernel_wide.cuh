@@ -90,20 +90,7 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
     for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
       mbarrier_wait(full + stage, round & 1);
       // A's diagonal-crossing steps where its storage does not hold the zeros (B's always does).
-      const bool zeros = needs_structural_zeros<Cfg>(args.a, row0, k0);
-      if (args.a.round_copies) {
-        // Both tiles came by direct copies: rounded to TF32, A's zeros written. Warpgroup w takes its
-        // own 64 rows of A and rows 128w … 128w + 127 of B, which both warpgroups read.
-        const int warpgroup = threadIdx.x >> 7, thread = threadIdx.x & 127;
-        prepare_direct_tile<Cfg, 64, 128>(a_tiles + stage * kAStage + 64 * warpgroup * Cfg::kKStep, thread,
-                                          args.a.pattern, row0 + 64 * warpgroup, k0, zeros, true);
-        prepare_direct_tile<Cfg, 128, 128>(b_tiles + stage * kBStage + 128 * warpgroup * Cfg::kKStep, thread,
-                                           args.b.pattern, 0, 0, false, true);
-        fence_shared_for_async_proxy();
-        named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
-      } else if (zeros) {
-        zero_wide_rows_outside(a_tiles + stage * kAStage, args.a.pattern, row0, k0);
-      }
+      if (needs_structural_zeros<Cfg>(args.a, row0, k0)) zero_wide_rows_outside(a_tiles + stage * kAStage, args.a.pattern, row0, k0);
       const uint32_t a_base = shared_address(a_tiles + stage * kAStage) + a_rows;
       const uint32_t b_base = shared_address(b_tiles + stage * kBStage);
       wgmma_fence_operands(acc);

@@ -146,7 +146,6 @@ Storage split_workspace(const CachedPlan& cached, int device, size_t element_byt
 bool launch_wgmma_kernel(const Launch& l, GemmArgs<float>& args, const OperandCopy* a_copy, const OperandCopy* b_copy) {
   const GemmProblem& p = l.p;
   const CachedPlan& cached = l.cached;
-  args.a.round_copies = args.b.round_copies = l.options.round_copies;
   const WgmmaChoice choice = select_wgmma_kernel(p, args, cached.facts(), l.caps, l.options);
   GemmCounters& counters = gemm_counters();
   TmaMaps maps{};

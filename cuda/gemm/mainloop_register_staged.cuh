@@ -126,10 +126,8 @@ __device__ __forceinline__ bool main_loop_step(const GemmArgs<typename Cfg::Scal
     if (has_next) {
       // Buffer `next` was last read by the MMAs of step t-1, complete before its barrier.
       const uint32_t parity = (tma_phase >> next) & 1;  // of step t+1's direct copies
-      stage_a.store_at(args.a, k0 + Cfg::kKStep, a_tiles[next], staged_a, ring, next);
-      stage_b.store_at(args.b, k0 + Cfg::kKStep, b_tiles[next], staged_b, ring, next);
-      stage_a.prepare_direct(args.a, k0 + Cfg::kKStep, a_tiles[next], tma_bars + next, parity);
-      stage_b.prepare_direct(args.b, k0 + Cfg::kKStep, b_tiles[next], tma_bars + next, parity);
+      stage_a.store_at(args.a, k0 + Cfg::kKStep, a_tiles[next], staged_a, ring, next, tma_bars + next, parity);
+      stage_b.store_at(args.b, k0 + Cfg::kKStep, b_tiles[next], staged_b, ring, next, tma_bars + next, parity);
       fence_shared_for_async_proxy();
     }
     // This step's MMAs done before the barrier: after it, step t+2 is stored into their buffer.

@@ -87,15 +87,10 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
 #pragma unroll 1
   for (int k0 = item.k_begin; k0 < item.k_end; k0 += Cfg::kKStep) {
     mbarrier_wait(full + stage, round & 1);
-    // Both tiles came by direct copies: rounded to TF32, and their structural zeros written where
-    // they cross a diagonal whose zeros the storage lacks or the k-range ends inside the step.
-    const bool zeros = needs_structural_zeros<Cfg>(args.a, row0, k0) ||
-                       needs_structural_zeros<Cfg>(args.b, col0, k0) || k0 + Cfg::kKStep > item.k_end;
-    if (zeros || args.a.round_copies) {
-      prepare_direct_tile<Cfg, Cfg::kTile, Cfg::kThreads, true>(a_tiles[stage], threadIdx.x, args.a.pattern, row0, k0,
-                                                                 zeros, args.a.round_copies, item.k_end);
-      prepare_direct_tile<Cfg, Cfg::kTile, Cfg::kThreads, true>(b_tiles[stage], threadIdx.x, args.b.pattern, col0, k0,
-                                                                 zeros, args.b.round_copies, item.k_end);
+    if (needs_structural_zeros<Cfg>(args.a, row0, k0) || needs_structural_zeros<Cfg>(args.b, col0, k0) ||
+        k0 + Cfg::kKStep > item.k_end) {
+      zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
+      zero_outside_structure<Cfg, true>(b_tiles[stage], args.b.pattern, col0, k0, item.k_end);
       fence_shared_for_async_proxy();
       named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
     }
@@ -140,11 +135,8 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
     const bool ends = k0 + Cfg::kKStep > item.k_end;
     const bool zero_a = needs_structural_zeros<Cfg>(args.a, row0, k0) || ends;
     const bool zero_b = needs_structural_zeros<Cfg>(args.b, col0, k0) || ends;
-    // A's tile came by a direct copy: rounded to TF32 here (B's fragments are rounded as they load).
-    if (zero_a || zero_b || args.a.round_copies) {
-      if (zero_a || args.a.round_copies)
-        prepare_direct_tile<Cfg, Cfg::kTile, Cfg::kThreads, true>(a_tiles[stage], threadIdx.x, args.a.pattern, row0,
-                                                                   k0, zero_a, args.a.round_copies, item.k_end);
+    if (zero_a || zero_b) {
+      if (zero_a) zero_outside_structure<Cfg, true>(a_tiles[stage], args.a.pattern, row0, k0, item.k_end);
       if (zero_b) zero_raw_outside_structure<Cfg>(b_raw[stage], args.b.pattern, col0, k0, item.k_end);
       fence_shared_for_async_proxy();
       named_barrier_sync(kConsumerBarrier, Cfg::kThreads);

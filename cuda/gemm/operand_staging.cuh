@@ -353,10 +353,11 @@ struct OperandStager {
   }
 
   /// Stores the tile fetched for k0, unless it comes by TMA: a direct copy is in place already
-  /// (prepare_direct rounds it and writes its structural zeros); a raw copy (ring slot `slot`) is
-  /// waited for, transposed through registers (masked on a diagonal-crossing step), rounded and stored.
+  /// (on a diagonal-crossing step its structural zeros are written once it has landed: `bar`,
+  /// `parity`); a raw copy (ring slot `slot`) is waited for, transposed through registers (masked
+  /// on a diagonal-crossing step) and stored.
   __device__ __forceinline__ void store_at(const OperandView<T>& v, int k0, T* tile, StagedTile<Cfg>& staged,
-                                           RawRing& ring, int slot) const {
+                                           RawRing& ring, int slot, uint64_t* bar, uint32_t parity) const {
     if constexpr (kTma) {
       if (by_tma(k0)) {
         if (kSym ? by_raw_tma(k0) : tma_copy == TmaCopy::Raw) {
@@ -371,27 +372,14 @@ struct OperandStager {
           }
           round_for_tensor_cores(staged);
           store_swizzled(tile, staged, raw_outer(), raw_k());
+        } else if (kDiag && masked_step(v, k0)) {
+          mbarrier_wait(bar, parity);
+          zero_outside_structure<Cfg>(tile, v.pattern, outer0, k0);
         }
-        return;  // (a direct copy is made ready by prepare_direct, once every staged tile is stored)
+        return;
       }
     }
     store(tile, staged);
-  }
-
-  /// Makes the tile that a direct TMA copy brings for the k-step at k0 ready for the tensor cores,
-  /// once it has landed (`bar`, `parity`): rounded to TF32 (OperandView::round_copies), and on a
-  /// diagonal-crossing step its structural zeros written (kDiag). Called after the block's staged
-  /// tiles are stored, when their registers are free.
-  __device__ __forceinline__ void prepare_direct(const OperandView<T>& v, int k0, T* tile, uint64_t* bar,
-                                                 uint32_t parity) const {
-    if constexpr (kTma) {
-      const bool zeros = kDiag && masked_step(v, k0);
-      if (by_direct_tma(k0) && (zeros || v.round_copies)) {
-        mbarrier_wait(bar, parity);
-        prepare_direct_tile<Cfg, Cfg::kTile, Cfg::kThreads>(tile, threadIdx.x, v.pattern, outer0, k0, zeros,
-                                                            v.round_copies);
-      }
-    }
   }
 
   // The raw tile: box q (outer 32q … 32q + 31) of 32 rows of k, each 128 bytes in the 128-byte

@@ -58,11 +58,6 @@ struct GemmOptions {
   bool transposed_a_output = true;
   /// The persistent kernels begin before the kernel ahead of them in the stream completes.
   bool dependent_launch = true;
-  /// TF32 on wgmma: round the tiles that direct TMA copies bring to TF32 in shared memory (to
-  /// nearest, as the staged paths round) instead of letting the tensor cores truncate them. Errors
-  /// then match cuBLAS's; the products on those kernels take up to twice as long.
-  /// docs/structured_gemm.md, "TF32".
-  bool round_copies = false;
   /// Fill operand copies and op(A)ᵀ with NaN before writing them, so that a kernel that reads a
   /// part they do not hold fails its check (tests only).
   bool poison_copies = false;

@@ -31,6 +31,11 @@ __device__ __forceinline__ bool needs_structural_zeros(const OperandView<float>&
   return !v.zeros_stored && crosses_diagonal<Cfg>(v.pattern, outer0, k0);
 }
 
+/// Writes the structural zeros into a wgmma tile that a direct copy brought whole (the storage
+/// outside a structure holds anything), and with kLimitK zeros at k >= k_limit too (a k-range
+/// that ends inside the step). Each of the kThreads threads rewrites 4 of the tile's 1024
+/// 16-byte chunks (row q/8, chunk q mod 8 along k, q = tid + kThreads·c); 8 consecutive threads
+/// cover one 128-byte row, conflict-free.
 /// Zeros the elements of one 16-byte chunk of a tile in shared memory (4 consecutive k from k, at
 /// outer index `outer`) that lie outside `pattern`, and with kLimitK those at k_limit and beyond.
 template <bool kLimitK = false, class T>
@@ -43,11 +48,6 @@ __device__ __forceinline__ void zero_chunk_outside(T* chunk, Pattern pattern, in
   store_vec_shared(chunk, value);
 }
 
-/// Writes the structural zeros into a wgmma tile that a direct copy brought whole (the storage
-/// outside a structure holds anything), and with kLimitK zeros at k >= k_limit too (a k-range
-/// that ends inside the step). Each of the kThreads threads rewrites 4 of the tile's 1024
-/// 16-byte chunks (row q/8, chunk q mod 8 along k, q = tid + kThreads·c); 8 consecutive threads
-/// cover one 128-byte row, conflict-free.
 template <class Cfg, bool kLimitK = false>
 __device__ __forceinline__ void zero_outside_structure(typename Cfg::Scalar* tile, Pattern pattern, int outer0, int k0,
                                                        int k_limit = 0) {
@@ -57,43 +57,6 @@ __device__ __forceinline__ void zero_outside_structure(typename Cfg::Scalar* til
     const int q = threadIdx.x + c * Cfg::kThreads;
     const int row = q >> 3, k = 4 * (q & 7);
     zero_chunk_outside<kLimitK>(wgmma_tile_chunk<Cfg>(tile, row, k), pattern, outer0 + row, k0 + k, k_limit);
-  }
-}
-
-/// One 16-byte chunk of a tile that a direct TMA copy brought as it lies in memory (4 consecutive k
-/// from k, at outer index `outer`), made ready for the tensor cores: with `zeros`, the elements
-/// outside `pattern` (and with kLimitK those at k_limit and beyond) zero; with `round`, the others
-/// rounded to TF32 as the stagers round theirs (OperandStager::round_for_tensor_cores: half a TF32
-/// ulp added, the low 13 bits left for the tensor cores to ignore).
-template <bool kLimitK = false>
-__device__ __forceinline__ void prepare_direct_chunk(float* chunk, Pattern pattern, int outer, int k, bool zeros,
-                                                     bool round, int k_limit = 0) {
-  float value[4];
-  load4_shared(chunk, value);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if (zeros && (!pattern_allows(pattern, outer, k + j) || (kLimitK && k + j >= k_limit))) value[j] = 0.0f;
-    else if (round) value[j] = __uint_as_float(__float_as_uint(value[j]) + 0x1000u);
-  }
-  store_vec_shared(chunk, value);
-}
-
-/// prepare_direct_chunk over kRows rows of a direct-copied wgmma tile (rows of kKStep floats in the
-/// 128-byte swizzle; `tile` at a row that is a multiple of 8, `outer0` its outer index), shared by
-/// kThreads threads, this one `thread` among them: chunk q = thread + kThreads·c at row q / 8, chunk
-/// q mod 8 along k (8 consecutive threads cover a 128-byte row, conflict-free).
-template <class Cfg, int kRows, int kThreads, bool kLimitK = false>
-__device__ __forceinline__ void prepare_direct_tile(float* tile, int thread, Pattern pattern, int outer0, int k0,
-                                                    bool zeros, bool round, int k_limit = 0) {
-  constexpr int kChunks = kRows * Cfg::kKStep / 4 / kThreads;
-  static_assert(kChunks * kThreads * 4 == kRows * Cfg::kKStep, "whole chunks per thread");
-  // Not unrolled: the kernels that run it hold their accumulators in nearly every register.
-#pragma unroll 1
-  for (int c = 0; c < kChunks; ++c) {
-    const int q = thread + c * kThreads;
-    const int row = q >> 3, k = 4 * (q & 7);
-    prepare_direct_chunk<kLimitK>(wgmma_tile_chunk<Cfg>(tile, row, k), pattern, outer0 + row, k0 + k, zeros, round,
-                                  k_limit);
   }
 }
 

@@ -344,19 +344,18 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   // transposed); with TMA for the outer-major operand only; on the register-staged wgmma loop;
   // on mma.sync; on the default loop with B copied outer-major first (relayout), so that its
   // tiles come directly too (the pipelined kernel); the same on the one-barrier-per-step instance
-  // it replaced; and (mode 8) the relaid product with its direct tiles rounded in shared memory.
-  const cu::Tf32Loop loops[9] = {
+  // it replaced.
+  const cu::Tf32Loop loops[8] = {
       cu::Tf32Loop::Auto, cu::Tf32Loop::Auto,
       cu::Tf32Loop::WgmmaTmaOuterMajor, cu::Tf32Loop::WgmmaStaged,
       cu::Tf32Loop::MmaSync, cu::Tf32Loop::Auto,
-      cu::Tf32Loop::WgmmaBarrierPerStep, cu::Tf32Loop::Auto, cu::Tf32Loop::Auto};
+      cu::Tf32Loop::WgmmaBarrierPerStep, cu::Tf32Loop::Auto};
   const ScopedTf32 restore_defaults_at_end;
-  for (int mode = 0; mode < 9; ++mode) {
+  for (int mode = 0; mode < 8; ++mode) {
     const bool exact = mode == 0 || mode == 7;
     sg::set_matmul_precision(exact ? sg::Precision::Float32 : sg::Precision::TF32);
     set_option([&](cu::GemmOptions& o) { o.fp32_loop = mode == 7 ? cu::Fp32Loop::Fma : cu::Fp32Loop::Auto; });
     set_option([&](cu::GemmOptions& o) { o.tf32_loop = loops[mode]; });
-    set_option([&](cu::GemmOptions& o) { o.round_copies = mode == 8; });
     set_option([&](cu::GemmOptions& o) { o.relayout = mode >= 5 ? cu::Choice::Always
                                                      : cu::Choice::Never; });
     const std::vector<double> out =
@@ -546,57 +545,6 @@ TEST(CudaGemmTf32Loop, OuterMajorTmaAblationMatchesTheReference) {
   const ScopedTf32 tf32(cu::Tf32Loop::WgmmaTmaOuterMajor);
   std::mt19937_64 rng(8);
   for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-}
-
-TEST(CudaGemmTf32Loop, RoundedCopiesMatchTheReferenceWithTheErrorsOfRoundingToNearest) {
-  // GemmOptions::round_copies: the tiles that direct TMA copies bring are rounded to TF32 in shared
-  // memory. Every product of the matmul table matches the reference with it, at 300 on the kernels
-  // Auto picks and at 520 with the tall and wide kernels forced on, operands relaid or not and
-  // holding their zeros (as the tall kernel asks; each kernel run at least once). Upper·Upper at 768, both operands direct (relaid), then has about
-  // the error of the loop that stages every operand through registers (each rounded there), well
-  // below the default's, whose direct tiles the tensor cores truncate.
-  SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const ScopedTf32 tf32;
-  if (!wgmma_loop_runs()) GTEST_SKIP() << "direct copies feed the wgmma loop, which this device or build does not run";
-  set_option([&](cu::GemmOptions& o) { o.round_copies = true; });
-  std::mt19937_64 rng(61);
-  const int64_t pipelined = cu::gemm_stats().pipelined_launches, register_b = cu::gemm_stats().register_b_launches;
-  for (const GemmProblem& p : matmul_table_products(300)) SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
-  EXPECT_GT(cu::gemm_stats().pipelined_launches, pipelined);
-  EXPECT_GT(cu::gemm_stats().register_b_launches, register_b);
-  const int64_t tall = cu::gemm_stats().tall_launches;
-  const int64_t wide = cu::gemm_stats().wide_launches + cu::gemm_stats().wide_structured_launches;
-  for (cu::Choice relayout : {cu::Choice::Never, cu::Choice::Always}) {
-    set_option([&](cu::GemmOptions& o) {
-      o.tall_tiles = cu::Choice::Always;
-      o.wide_tiles = cu::Choice::Always;
-      o.relayout = relayout;
-    });
-    for (const GemmProblem& p : matmul_table_products(520)) SG_EXPECT_PRODUCT(kCuda0, vouched(p), sg::kFloat32, rng);
-  }
-  EXPECT_GT(cu::gemm_stats().tall_launches, tall);
-  EXPECT_GT(cu::gemm_stats().wide_launches + cu::gemm_stats().wide_structured_launches, wide);
-
-  const int64_t n = 768;
-  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
-  const sg::Tensor u = sg::UpperTriangular::randn(n, f64), v = sg::UpperTriangular::randn(n, f64);
-  const std::vector<double> ref = sg::matmul(u, v).to_vector();
-  auto error = [&](cu::Tf32Loop loop, bool round_copies) {
-    cu::set_gemm_options(cu::GemmOptions{});
-    set_option([&](cu::GemmOptions& o) {
-      o.tf32_loop = loop;
-      o.relayout = cu::Choice::Always;
-      o.round_copies = round_copies;
-    });
-    const sg::Tensor x = u.to(sg::kFloat32).to(kCuda0), y = v.to(sg::kFloat32).to(kCuda0);
-    return sgtest::rel_error(sg::matmul(x, y).to_vector(), ref);
-  };
-  const double truncated = error(cu::Tf32Loop::Auto, false);
-  const double rounded = error(cu::Tf32Loop::Auto, true);
-  const double staged = error(cu::Tf32Loop::WgmmaStaged, false);
-  EXPECT_LT(rounded, 1.15 * staged) << "rounded " << rounded << ", staged " << staged;
-  EXPECT_LT(rounded, 0.8 * truncated) << "rounded " << rounded << ", truncated " << truncated;
-  EXPECT_LT(truncated, 2e-3);
 }
 
 TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
