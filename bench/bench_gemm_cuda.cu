@@ -368,9 +368,8 @@ void Bench::run_size(int64_t n) {
   // column-major view of a row-major Upper matrix is lower triangular. So C = U·V (both Upper)
   // is STRMM with U as the triangular operand on the right, or with V on the left: both are
   // timed and checked, and the faster is the peer. C = U·D is the first form, C = S·D SSYMM
-  // with S on the right. (Before the fifteenth session the bench called STRMM and SSYMM on
-  // the left with the upper triangle: the same amount of work, but not our product, and cuBLAS's
-  // time depends on the side; docs/performance.md.)
+  // with S on the right. (STRMM and SSYMM on the left with the upper triangle do the same
+  // amount of work but not our product, and cuBLAS's time depends on the side.)
   auto strmm_right = [&](const sg::Tensor& u, const sg::Tensor& y) {
     SG_CUBLAS_CHECK(cublasStrmm(cublas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
                                 ni, ni, &one, ptr(u), ld, ptr(y), ld, ptr(out), ld));
@@ -446,7 +445,7 @@ void Bench::run_size(int64_t n) {
       if (a == 2 && b == 0) add(n, workload, "cuBLAS SSYMM", ssymm, flops);
     }
   }
-  // Head to head with SGEMM (--head-to-head): Sym·Sym (issue 5's target: no slower than SGEMM),
+  // Head to head with SGEMM (--head-to-head): Sym·Sym (whose target is to be no slower than SGEMM),
   // Upper·Upper, Dense·Upper, Upper·Dense and Sym·Dense (whose ratio to SGEMM, timed in turn, is a
   // measure that the clocks of the moment do not move) and, as the control, Dense·Dense, which structgrad runs on
   // cuBLAS SGEMM itself (its ratio shows how near 1 two equal products come out).

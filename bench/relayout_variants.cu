@@ -1,4 +1,4 @@
-// Microbenchmark (standalone, not part of the build): the relayout copy of cuda/structured_gemm.cu
+// Microbenchmark (standalone, not part of the build): the relayout copy of cuda/gemm/relayout.cuh
 // (v0, the shipped 32 × 32 kernel, restated here) against three variants, on a 4096 × 4096
 // k-major operand copied outer-major, Dense and Upper-as-B (k <= outer, zeros within a band of the
 // diagonal). Each variant is checked against v0 wherever v0 writes. docs/structured_gemm.md,

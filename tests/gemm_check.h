@@ -1,4 +1,5 @@
-// Shared by the structured-GEMM tests of both backends (test_cpu_gemm.cpp, test_cuda_gemm.cpp):
+// Shared by the structured-GEMM tests of both backends (tests/ops/cpu/test_cpu_gemm.cpp,
+// tests/cuda/test_structured_gemm.cpp):
 // operand descriptors, random inputs that are never zero (also outside the structures, where
 // a kernel must never read), NaN-poisoned outputs, and the comparison with the float64
 // reference of ops/cpu/reference_gemm.cpp (Frobenius and elementwise bounds, exact zeros
@@ -232,7 +233,7 @@ inline GemmProblem vouched(GemmProblem p, bool a = true, bool b = true) {
   return p;
 }
 
-/// Relative Frobenius error bound: exact float32 1e-5, float64 1e-12, TF32 2e-3 (issue 5).
+/// Relative Frobenius error bound: exact float32 1e-5, float64 1e-12, TF32 2e-3.
 inline double tolerance(sg::DType dtype) { return dtype == sg::kFloat64 ? 1e-12 : g_tf32 ? 2e-3 : 1e-5; }
 
 /// The largest relative error seen since the last reset (tests print it: the measured figure).
@@ -322,8 +323,8 @@ inline std::vector<GemmProblem> matmul_table_products(int64_t n) {
 // The products sg::matmul and sg::gram issue, with the invariants they vouch for: zeros_stored
 // for every UpperTriangular tensor, mirror_stored for every Symmetric one, nothing for an
 // upstream gradient read through C's structure. Beside them the mixed Symmetric·Upper pairs
-// both vouched and not (the tall kernel's wrong-result bug of the eighteenth session was an
-// unvouched Sym·Upper at 2048 and up, which no table held).
+// both vouched and not (an unvouched Sym·Upper at 2048 and up once gave the tall kernel wrong
+// results, and no table held it).
 inline std::vector<GemmProblem> matmul_issued_products(int64_t n) {
   const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};

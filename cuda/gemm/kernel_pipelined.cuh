@@ -48,8 +48,8 @@ namespace sg::detail::cuda {
 // The kernel has no producer warp: thread 0 issues the copies, two steps ahead, from inside the
 // consumer loop. The block is then the two warpgroups, eight warps, and two blocks fit per SM at
 // up to 128 registers. With a ninth (producer) warp two blocks fit only at 96 registers, at which
-// ptxas serializes the wgmma instructions; at 112, one block per SM (Nsight Compute, 2026-11-24:
-// registers are allocated per SM sub-partition, 16384 each, room for four warps of 112, and two
+// ptxas serializes the wgmma instructions; at 112, one block per SM (registers are allocated per SM
+// sub-partition, 16384 each, room for four warps of 112, and two
 // blocks of nine warps need five on some sub-partition).
 
 template <class Cfg>

@@ -382,7 +382,7 @@ class BlockedGemm {
   T alpha_;
 };
 
-/// Tile sizes for a problem (measured on a 2-core AVX2 machine, see docs/cpu_gemm.md).
+/// Tile sizes for a problem (measured on a 2-core AVX2 machine; docs/structured_gemm.md, "The CPU side").
 BlockedGemmTiling default_tiling(const GemmProblem& p) {
   BlockedGemmTiling t;
   const int64_t size = std::max(p.m, p.n);

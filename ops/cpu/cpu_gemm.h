@@ -15,8 +15,7 @@ namespace sg::detail::cpu {
 
 /// Below this many multiply-adds a product runs on one thread. On the project's 2-core VMs an
 /// OpenMP parallel region costs about 60 µs (waking the sleeping second thread), more than a
-/// small product takes alone: x[1024, 16]·Uᵀ took 82 µs on two threads and 11 µs on one
-/// (measured 2026-11-23).
+/// small product takes alone: x[1024, 16]·Uᵀ took 82 µs on two threads and 11 µs on one.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 23;
 
 /// Calls f() with OpenMP, and so Eigen, limited to one thread when `macs` is below

@@ -1,4 +1,4 @@
-// Bad input to every public op and constructor (issue 8), table-driven over devices:
+// Bad input to every public op and constructor, table-driven over devices:
 //  - kBadCalls: wrong shapes and ranks, non-square or invariant-breaking input to the
 //    structured types, mixed dtypes and devices, undefined tensors, autograd misuse, bad
 //    factory arguments. Each row must throw sg::Error with one exact message (the same on
