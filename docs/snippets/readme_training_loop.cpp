@@ -1,4 +1,4 @@
-// README.md's training loop, verbatim (tests/test_docs.cpp keeps the two in sync): fits a
+// README.md's training loop, verbatim (tests/docs/test_docs.cpp keeps the two in sync): fits a
 // Gaussian's mean and precision factor U, an UpperTriangular parameter, with Adam.
 #include <structgrad/structgrad.h>
 
