@@ -4,18 +4,18 @@
 # excluded. Defined only when Doxygen is found (scripts/docs.sh installs it).
 find_package(Doxygen QUIET)
 if(DOXYGEN_FOUND)
-  set(SG_DOCS_INPUT "${CMAKE_SOURCE_DIR}/include/structgrad")
-  string(APPEND SG_DOCS_INPUT " ${CMAKE_SOURCE_DIR}/docs/namespaces.dox")
+  set(SG_DOCS_INPUT "${PROJECT_SOURCE_DIR}/include/structgrad")
+  string(APPEND SG_DOCS_INPUT " ${PROJECT_SOURCE_DIR}/docs/namespaces.dox")
   set(SG_DOCS_MAINPAGE "")
-  if(EXISTS "${CMAKE_SOURCE_DIR}/docs/api.md")  # the guide is the reference's front page
-    string(APPEND SG_DOCS_INPUT " ${CMAKE_SOURCE_DIR}/docs/api.md")
-    set(SG_DOCS_MAINPAGE "${CMAKE_SOURCE_DIR}/docs/api.md")
+  if(EXISTS "${PROJECT_SOURCE_DIR}/docs/api.md")  # the guide is the reference's front page
+    string(APPEND SG_DOCS_INPUT " ${PROJECT_SOURCE_DIR}/docs/api.md")
+    set(SG_DOCS_MAINPAGE "${PROJECT_SOURCE_DIR}/docs/api.md")
   endif()
-  set(SG_DOCS_OUTPUT "${CMAKE_BINARY_DIR}/docs")
-  configure_file("${CMAKE_SOURCE_DIR}/docs/Doxyfile.in" "${SG_DOCS_OUTPUT}/Doxyfile" @ONLY)
+  set(SG_DOCS_OUTPUT "${PROJECT_BINARY_DIR}/docs")
+  configure_file("${PROJECT_SOURCE_DIR}/docs/Doxyfile.in" "${SG_DOCS_OUTPUT}/Doxyfile" @ONLY)
   add_custom_target(docs
     COMMAND "${DOXYGEN_EXECUTABLE}" "${SG_DOCS_OUTPUT}/Doxyfile"
-    WORKING_DIRECTORY "${CMAKE_SOURCE_DIR}"
+    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
     COMMENT "API reference with Doxygen -> ${SG_DOCS_OUTPUT}/html/index.html"
     VERBATIM)
 endif()

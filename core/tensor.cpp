@@ -7,6 +7,7 @@
 #include <atomic>
 #include <ostream>
 
+#include <structgrad/core/cuda_runtime_api.h>
 #include "core/dispatch.h"
 
 namespace sg {
@@ -85,6 +86,22 @@ TensorImpl& Tensor::impl() const {
 Tensor Tensor::empty(const Shape& shape, TensorOptions options) {
   detail::check_shape("empty", shape, options.dtype_);
   Tensor t = detail::make_tensor(shape, options.dtype_, options.device_);
+  if (options.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+
+Tensor from_blob(void* data, const Shape& shape, TensorOptions options, std::function<void()> release) {
+  detail::check_shape("from_blob", shape, options.dtype_);
+  const size_t nbytes = static_cast<size_t>(shape_numel(shape)) * element_size(options.dtype_);
+  SG_CHECK(data != nullptr || nbytes == 0, "from_blob: null data for shape ", shape, " of ", options.dtype_);
+  const Device device = options.device_;
+  SG_CHECK(device.is_cpu() || (device.index >= 0 && device.index < cuda::device_count()), "from_blob: ", device,
+           " is not available (", cuda::device_count(), " CUDA device(s) found)");
+  auto on_release = [release = std::move(release)](Storage&) {
+    if (release) release();
+  };
+  auto storage = std::make_shared<Storage>(data, nbytes, options.device_, std::move(on_release));
+  Tensor t = detail::make_tensor(std::move(storage), shape, options.dtype_, Structure::Dense);
   if (options.requires_grad_) t.requires_grad_(true);
   return t;
 }

@@ -8,12 +8,17 @@
 // owner queues runs on the same stream, after that work. This is why free() neither waits nor
 // records events. It relies on no other stream touching library memory; the only places that
 // give memory back to the driver (release of the cache) synchronise the stream first.
+//
+// External allocator. Work on another stream (sg::cuda::StreamGuard) would break that rule, so
+// it needs sg::cuda::use_external_allocator first: every allocation then goes to the other
+// library's allocator (PyTorch's caching allocator in the binding), which follows its streams.
 #include "cuda/allocator.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -49,6 +54,11 @@ struct DeviceCache {
   std::unordered_map<size_t, std::vector<void*>> free_blocks;  // rounded size -> blocks
   AllocatorStats stats;
 };
+
+/// The other library's functions where sg::cuda::use_external_allocator set them (read without a
+/// lock: they are set once, before any allocation).
+std::atomic<bool> external_set{false};
+sg::cuda::ExternalAllocator external;
 
 /// Leaked on purpose: blocks freed during static destruction (tensors held by globals)
 /// must still find their cache, and nothing may call cudaFree after the runtime is gone.
@@ -110,6 +120,8 @@ AllocatorStats allocator_stats_of(int device) {
   return cache.stats;
 }
 
+bool uses_external_allocator() { return external_set.load(std::memory_order_acquire); }
+
 void release_all_cached_blocks() {
   const int count = std::min(sg::cuda::device_count(), kMaxDevices);
   for (int device = 0; device < count; ++device) {
@@ -130,6 +142,17 @@ void* device_allocate(Device device, size_t nbytes) {
   if (nbytes == 0) return nullptr;
 
   DeviceCache& cache = cache_of(device.index);
+  if (external_set.load(std::memory_order_acquire)) {
+    DeviceGuard guard(device.index);
+    void* ptr = external.allocate(nbytes, device.index, stream(device.index));
+    SG_CHECK(ptr != nullptr, "cuda allocator: the external allocator returned null for ", nbytes, " bytes on ",
+             device);
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.stats.num_allocations += 1;
+    cache.stats.bytes_in_use += nbytes;
+    cache.stats.peak_bytes_in_use = std::max(cache.stats.peak_bytes_in_use, cache.stats.bytes_in_use);
+    return ptr;
+  }
   std::lock_guard<std::mutex> lock(cache.mutex);
   if (nbytes > kLargestRequest) fail_out_of_memory(device.index, nbytes, cache.stats, cudaSuccess);
   const size_t block_size = round_block_size(nbytes);
@@ -163,8 +186,14 @@ void device_free(Device device, void* ptr, size_t nbytes) {
   if (ptr == nullptr) return;
   SG_CHECK(device.is_cuda() && device.index >= 0 && device.index < kMaxDevices,
            "cuda allocator: cannot free a block of device ", device);
-  const size_t block_size = round_block_size(nbytes);
   DeviceCache& cache = cache_of(device.index);
+  if (external_set.load(std::memory_order_acquire)) {
+    external.deallocate(ptr, device.index);
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.stats.bytes_in_use -= nbytes;
+    return;
+  }
+  const size_t block_size = round_block_size(nbytes);
   std::lock_guard<std::mutex> lock(cache.mutex);
   // No wait here: see "Stream-ordered reuse" at the top of this file.
   cache.free_blocks[block_size].push_back(ptr);
@@ -173,3 +202,24 @@ void device_free(Device device, void* ptr, size_t nbytes) {
 }
 
 }  // namespace sg::detail
+
+namespace sg::cuda {
+
+void use_external_allocator(const ExternalAllocator& allocator) {
+  using namespace sg::detail::cuda;
+  SG_CHECK(allocator.allocate != nullptr && allocator.deallocate != nullptr,
+           "cuda::use_external_allocator: both functions are needed");
+  static std::mutex once;
+  std::lock_guard<std::mutex> lock(once);
+  SG_CHECK(!external_set.load(), "cuda::use_external_allocator: an external allocator is already in use");
+  for (int device = 0; device < kMaxDevices; ++device) {
+    DeviceCache& cache = cache_of(device);
+    std::lock_guard<std::mutex> device_lock(cache.mutex);
+    SG_CHECK(cache.stats.num_allocations == 0, "cuda::use_external_allocator: cuda:", device,
+             " already holds memory of structgrad's own allocator; call it before the first device allocation");
+  }
+  external = allocator;
+  external_set.store(true, std::memory_order_release);
+}
+
+}  // namespace sg::cuda

@@ -15,5 +15,7 @@ AllocatorStats allocator_stats_of(int device);
 /// Returns every cached (free) block of every device to the driver, synchronising the
 /// library stream of each device that has cached blocks first.
 void release_all_cached_blocks();
+/// True once sg::cuda::use_external_allocator has taken over device allocations.
+bool uses_external_allocator();
 
 }  // namespace sg::detail::cuda

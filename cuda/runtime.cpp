@@ -49,6 +49,9 @@ StreamSlot& stream_slot(int device) {
   return (*slots)[static_cast<size_t>(device)];
 }
 
+/// This thread's stream per device where a sg::cuda::StreamGuard is active (null: the library's).
+thread_local std::array<cudaStream_t, kMaxDevices> stream_override{};
+
 // ---- cuBLAS handles -----------------------------------------------------------------------
 // cuBLAS handles are not safe to share between threads, so each thread gets its own handle
 // per device. When a thread ends, its handles (with their workspaces) go back to a pool for
@@ -58,7 +61,16 @@ StreamSlot& stream_slot(int device) {
 struct CublasEntry {
   cublasHandle_t handle = nullptr;
   std::shared_ptr<Storage> workspace;  // from the caching allocator; lives as long as the handle
+  cudaStream_t bound = nullptr;        // the stream the handle queues on
 };
+
+/// Binds `entry`'s handle to `s`. cublasSetStream resets the workspace to cuBLAS's default pool,
+/// so the workspace is set again after it.
+void bind_cublas(CublasEntry& entry, cudaStream_t s) {
+  SG_CUBLAS_CHECK(cublasSetStream(entry.handle, s));
+  SG_CUBLAS_CHECK(cublasSetWorkspace(entry.handle, entry.workspace->data, entry.workspace->nbytes));
+  entry.bound = s;
+}
 
 struct CublasPool {
   std::mutex mutex;
@@ -90,9 +102,7 @@ CublasEntry create_cublas_entry(int device) {
   CublasEntry entry;
   entry.workspace = std::make_shared<Storage>(cublas_workspace_bytes(device), Device(DeviceType::CUDA, device));
   SG_CUBLAS_CHECK(cublasCreate(&entry.handle));
-  // cublasSetStream resets the workspace to cuBLAS's default pool, so it comes first.
-  SG_CUBLAS_CHECK(cublasSetStream(entry.handle, stream(device)));
-  SG_CUBLAS_CHECK(cublasSetWorkspace(entry.handle, entry.workspace->data, entry.workspace->nbytes));
+  bind_cublas(entry, stream(device));
   // Exact fp32 (no TF32) until the opt-in TF32 mode exists.
   SG_CUBLAS_CHECK(cublasSetMathMode(entry.handle, CUBLAS_DEFAULT_MATH));
   return entry;
@@ -109,6 +119,7 @@ void check_device(int device) {
 
 cudaStream_t stream(int device) {
   check_device(device);
+  if (cudaStream_t guarded = stream_override[static_cast<size_t>(device)]) return guarded;
   StreamSlot& slot = stream_slot(device);
   // If creation throws, the flag stays unset and the next call tries again.
   std::call_once(slot.created, [&] {
@@ -122,7 +133,11 @@ cublasHandle_t cublas_handle(int device) {
   check_device(device);
   thread_local ThreadCublasHandles handles;
   auto found = handles.by_device.find(device);
-  if (found != handles.by_device.end()) return found->second.handle;
+  if (found != handles.by_device.end()) {
+    // Follows the stream a StreamGuard set, and back.
+    if (found->second.bound != stream(device)) bind_cublas(found->second, stream(device));
+    return found->second.handle;
+  }
 
   CublasEntry entry;
   {
@@ -135,6 +150,7 @@ cublasHandle_t cublas_handle(int device) {
     }
   }
   if (!entry.handle) entry = create_cublas_entry(device);
+  if (entry.bound != stream(device)) bind_cublas(entry, stream(device));
   const cublasHandle_t handle = entry.handle;
   handles.by_device.emplace(device, std::move(entry));
   return handle;
@@ -213,6 +229,18 @@ void empty_cache() {
   detail::release_upper_outputs();  // the matmul op's pooled outputs first, into the cache
   detail::cuda::release_all_cached_blocks();
 }
+
+StreamGuard::StreamGuard(CUstream_st* stream, int device) : device_(device) {
+  detail::cuda::check_device(device);
+  SG_CHECK(detail::cuda::uses_external_allocator(), "cuda::StreamGuard: structgrad's own allocator reuses memory in the "
+           "order of the library stream; take memory from an allocator that follows your streams first "
+           "(sg::cuda::use_external_allocator)");
+  cudaStream_t& slot = detail::cuda::stream_override[static_cast<size_t>(device)];
+  previous_ = slot;
+  slot = stream;
+}
+
+StreamGuard::~StreamGuard() { detail::cuda::stream_override[static_cast<size_t>(device_)] = previous_; }
 
 std::string device_name(int device) {
   detail::cuda::check_device(device);

@@ -87,26 +87,17 @@ Structure structure_of(OutputMask mask) {
   }
 }
 
-/// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
-/// `at`: where given and the backend offers it, the product also writes op(a)ᵀ into a [k, m] tensor
-/// (GemmProblem::at), which *at then holds (left undefined otherwise).
-Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha,
-                Tensor* at = nullptr) {
+/// c = alpha · op(a) · op(b) into c [m, n], no autograd; `c_zeros_stored` as GemmProblem's, and `at`
+/// as gemm_raw's. Returns whether the backend wrote op(a)ᵀ into *at.
+bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask,
+               double alpha, Precision precision, bool c_zeros_stored, Tensor* at) {
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t k = da.trans ? a.size(0) : a.size(1);
   const int64_t n = db.trans ? b.size(0) : b.size(1);
-  // An UpperTriangular output on a CUDA device comes from the matmul op's pool: a block an earlier
-  // output of its shape left with its zeros below the diagonal, where there is one, which the product
-  // then leaves as they are (GemmProblem::c_zeros_stored).
-  detail::UpperOutput pooled;
-  const bool pool = mask == OutputMask::Upper && a.device().is_cuda();
-  if (pool) pooled = detail::take_upper_output(m, n, a.dtype(), a.device());
-  Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
-  if (m == 0 || n == 0) return c;
+  if (m == 0 || n == 0) return false;
   if (k == 0) {  // an empty sum: exact zeros, whatever the structures (no kernel sees k = 0)
     detail::backend_of(a).fill(c, 0.0);
-    if (pool) pooled.written();
-    return c;
+    return false;
   }
   detail::GemmProblem p;
   p.m = m;
@@ -116,14 +107,14 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   p.b = db;
   p.mask = mask;
   p.alpha = alpha;
-  p.tf32 = a.dtype() == DType::Float32 && matmul_precision() == Precision::TF32;
+  p.tf32 = a.dtype() == DType::Float32 && precision == Precision::TF32;
   p.a_data = a.data_ptr();
   p.b_data = b.data_ptr();
   p.c_data = c.data_ptr();
   p.lda = a.size(1);
   p.ldb = b.size(1);
   p.ldc = n;
-  p.c_zeros_stored = pooled.zeros_held;
+  p.c_zeros_stored = c_zeros_stored;
   detail::Backend& backend = detail::backend_of(a);
   Tensor at_buffer;
   if (at != nullptr && backend.writes_transposed_a(p, a.dtype())) {
@@ -131,7 +122,26 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
     at_buffer = detail::make_tensor({k, m}, a.dtype(), a.device());
     p.at = at_buffer.data_ptr();
   }
-  if (backend.gemm(p, a.dtype()) && at != nullptr) *at = at_buffer;
+  const bool wrote_at = backend.gemm(p, a.dtype()) && at != nullptr;
+  if (wrote_at) *at = at_buffer;
+  return wrote_at;
+}
+
+/// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
+/// `at`: where given and the backend offers it, the product also writes op(a)ᵀ into a [k, m] tensor
+/// (GemmProblem::at), which *at then holds (left undefined otherwise).
+Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha,
+                Tensor* at = nullptr) {
+  const int64_t m = da.trans ? a.size(1) : a.size(0);
+  const int64_t n = db.trans ? b.size(0) : b.size(1);
+  // An UpperTriangular output on a CUDA device comes from the matmul op's pool: a block an earlier
+  // output of its shape left with its zeros below the diagonal, where there is one, which the product
+  // then leaves as they are (GemmProblem::c_zeros_stored).
+  detail::UpperOutput pooled;
+  const bool pool = mask == OutputMask::Upper && a.device().is_cuda();
+  if (pool) pooled = detail::take_upper_output(m, n, a.dtype(), a.device());
+  Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
+  gemm_into(c, a, da, b, db, mask, alpha, matmul_precision(), pooled.zeros_held, at);
   if (pool) pooled.written();
   return c;
 }
@@ -194,6 +204,50 @@ void check_matrix(const char* op, const char* what, const Tensor& t) {
   SG_CHECK(t.dim() == 2, op, ": expected ", what, " to be a matrix, got shape ", t.shape());
 }
 
+// ---- the out-style entry points ----------------------------------------------------------
+
+/// Checks an operand of an out-style product: defined, on a's device and of a's dtype, a matrix,
+/// square when read as UpperTriangular or Symmetric.
+void check_out_operand(const char* op, const char* what, const Tensor& t, Structure as, const Tensor& a) {
+  SG_CHECK(t.defined(), op, ": ", what, " is undefined");
+  SG_CHECK(t.device() == a.device(), op, ": expected every tensor on ", a.device(), ", got ", what, " on ",
+           t.device());
+  SG_CHECK(t.dtype() == a.dtype(), op, ": expected every tensor of dtype ", a.dtype(), ", got ", what, " of dtype ",
+           t.dtype());
+  check_matrix(op, what, t);
+  SG_CHECK(as == Structure::Dense || t.size(0) == t.size(1), op, ": ", what, " read as ", as,
+           " must be square, got shape ", t.shape());
+}
+
+/// Checks an output of an out-style product: as check_out_operand, of `shape`, and not overlapping
+/// any input. Bumps its storage version (an in-place write).
+void check_output(const char* op, const char* what, const Tensor& out, const Shape& shape, const Tensor& a,
+                  std::initializer_list<const Tensor*> inputs) {
+  check_out_operand(op, what, out, Structure::Dense, a);
+  SG_CHECK(out.shape() == shape, op, ": expected ", what, " of shape ", shape, ", got ", out.shape());
+  const auto* begin = static_cast<const char*>(out.data_ptr());
+  for (const Tensor* in : inputs) {
+    const auto* in_begin = static_cast<const char*>(in->data_ptr());
+    const bool apart = out.nbytes() == 0 || in->nbytes() == 0 || begin + out.nbytes() <= in_begin ||
+                       in_begin + in->nbytes() <= begin;
+    SG_CHECK(apart, op, ": ", what, " overlaps an input");
+  }
+  out.impl().storage->version++;
+}
+
+/// Writes proj_s(op(x)·op(y)) into out, operands read through their structures: the Upper mask
+/// for an UpperTriangular s, the full product then (X + Xᵀ)/2 for a Symmetric one.
+void projected_product_into(Tensor& out, Structure s, const Tensor& x, GemmOperand dx, const Tensor& y,
+                            GemmOperand dy, double alpha, Precision precision) {
+  if (s != Structure::Symmetric) {
+    gemm_into(out, x, dx, y, dy, mask_for_gradient(s), alpha, precision, false, nullptr);
+    return;
+  }
+  Tensor full = detail::empty_like(out);
+  gemm_into(full, x, dx, y, dy, OutputMask::Full, alpha, precision, false, nullptr);
+  if (full.numel() > 0) detail::backend_of(full).symmetrize(full, out);
+}
+
 }  // namespace
 
 void set_matmul_precision(Precision precision) { current_precision.store(precision); }
@@ -253,6 +307,64 @@ Symmetric gram(const Tensor& a) {
     });
   }
   return Symmetric(c);
+}
+
+void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, Structure b_as, Precision precision) {
+  constexpr const char* op = "matmul_out";
+  SG_CHECK(a.defined(), op, ": a is undefined");
+  check_out_operand(op, "a", a, a_as, a);
+  check_out_operand(op, "b", b, b_as, a);
+  SG_CHECK(a.size(1) == b.size(0), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
+  check_output(op, "out", out, {a.size(0), b.size(1)}, a, {&a, &b});
+  const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
+  gemm_into(out, a, gradient_operand(a_as, false), b, gradient_operand(b_as, false),
+            both_upper ? OutputMask::Upper : OutputMask::Full, 1.0, precision, false, nullptr);
+}
+
+void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, const Tensor& b, Structure b_as,
+                         Tensor& a_grad, Tensor& b_grad, Precision precision) {
+  constexpr const char* op = "matmul_backward_out";
+  SG_CHECK(a.defined(), op, ": a is undefined");
+  check_out_operand(op, "a", a, a_as, a);
+  check_out_operand(op, "b", b, b_as, a);
+  SG_CHECK(a.size(1) == b.size(0), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
+  check_out_operand(op, "grad", grad, Structure::Dense, a);
+  SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == b.size(1), op, ": expected grad of shape [", a.size(0), ", ",
+           b.size(1), "], got ", grad.shape());
+  // The product's structure: G is read through it, so an Upper product ignores G's lower triangle.
+  const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
+  const Structure sc = both_upper ? Structure::UpperTriangular : Structure::Dense;
+  if (a_grad.defined()) check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &b, &grad});
+  if (b_grad.defined()) check_output(op, "b_grad", b_grad, b.shape(), a, {&a, &b, &grad});
+  if (a_grad.defined())  // G · bᵀ
+    projected_product_into(a_grad, a_as, grad, gradient_operand(sc, false), b, gradient_operand(b_as, true), 1.0,
+                           precision);
+  if (b_grad.defined())  // aᵀ · G
+    projected_product_into(b_grad, b_as, a, gradient_operand(a_as, true), grad, gradient_operand(sc, false), 1.0,
+                           precision);
+}
+
+void gram_out(Tensor& out, const Tensor& a, Structure a_as, Precision precision) {
+  constexpr const char* op = "gram_out";
+  SG_CHECK(a.defined(), op, ": a is undefined");
+  check_out_operand(op, "a", a, a_as, a);
+  check_output(op, "out", out, {a.size(0), a.size(0)}, a, {&a});
+  gemm_into(out, a, gradient_operand(a_as, false), a, gradient_operand(a_as, true), OutputMask::Symmetric, 1.0,
+            precision, false, nullptr);
+}
+
+void gram_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, Tensor& a_grad, Precision precision) {
+  constexpr const char* op = "gram_backward_out";
+  SG_CHECK(a.defined(), op, ": a is undefined");
+  check_out_operand(op, "a", a, a_as, a);
+  check_out_operand(op, "grad", grad, Structure::Dense, a);
+  SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == a.size(0), op, ": expected grad of shape [", a.size(0), ", ",
+           a.size(0), "], got ", grad.shape());
+  check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &grad});
+  // d(a·aᵀ) = (G + Gᵀ)·a = 2·sym(G)·a; sym(G) stores its mirror, so it is read as operand(Symmetric) is.
+  Tensor g = sym(grad.detach());
+  projected_product_into(a_grad, a_as, g, operand(Structure::Symmetric, false), a, gradient_operand(a_as, false), 2.0,
+                         precision);
 }
 
 }  // namespace sg

@@ -9,5 +9,5 @@ if(SG_BUILD_EXAMPLES)
   add_test(NAME example_kernelbench_symmetric COMMAND kernelbench_symmetric --n 192 --steps 2)
 endif()
 add_test(NAME install_and_consume
-  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${CMAKE_SOURCE_DIR} -DBUILD_DIR=${CMAKE_BINARY_DIR}
-          -DWORK_DIR=${CMAKE_BINARY_DIR}/consumer_test -P ${CMAKE_SOURCE_DIR}/tests/consumer/run.cmake)
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+          -DWORK_DIR=${PROJECT_BINARY_DIR}/consumer_test -P ${PROJECT_SOURCE_DIR}/tests/consumer/run.cmake)

@@ -23,6 +23,9 @@ void synchronize(int) { fail_without_cuda("cuda::synchronize"); }
 AllocatorStats allocator_stats(int) { fail_without_cuda("cuda::allocator_stats"); }
 void empty_cache() {}  // there is no cache to empty
 std::string device_name(int) { fail_without_cuda("cuda::device_name"); }
+StreamGuard::StreamGuard(CUstream_st*, int) { fail_without_cuda("cuda::StreamGuard"); }
+StreamGuard::~StreamGuard() = default;
+void use_external_allocator(const ExternalAllocator&) { fail_without_cuda("cuda::use_external_allocator"); }
 
 }  // namespace sg::cuda
 

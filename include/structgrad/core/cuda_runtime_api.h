@@ -5,6 +5,8 @@
 
 #include <structgrad/core/storage.h>
 
+struct CUstream_st;  // what cudaStream_t points at, so that this header needs no CUDA header
+
 namespace sg::cuda {
 
 /// True when structgrad was built with CUDA and a device is present.
@@ -22,5 +24,34 @@ AllocatorStats allocator_stats(int device = 0);
 void empty_cache();
 /// Human-readable device name, e.g. "NVIDIA H100 80GB HBM3".
 std::string device_name(int device = 0);
+
+/// Queues this thread's work on `device` on `stream` instead of the library stream, for the guard's
+/// scope: how a binding runs structgrad on its framework's stream (PyTorch's current stream).
+/// Needs an allocator that follows those streams first (use_external_allocator).
+/// Example: `sg::cuda::StreamGuard guard(torch_stream, 0);`
+class StreamGuard {
+ public:
+  StreamGuard(CUstream_st* stream, int device);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  CUstream_st* previous_ = nullptr;
+  int device_ = 0;
+};
+
+/// Device memory functions of another library, such as PyTorch's caching allocator. `allocate`
+/// returns `nbytes` on `device` for work queued on `stream` (null only with an exception);
+/// `deallocate` takes back what it returned.
+struct ExternalAllocator {
+  void* (*allocate)(size_t nbytes, int device, CUstream_st* stream) = nullptr;
+  void (*deallocate)(void* ptr, int device) = nullptr;
+};
+
+/// Takes every later device allocation of structgrad from `allocator` instead of its own cache, so
+/// that memory follows the other library's stream rules. Call it once, before the first device
+/// allocation; an sg::Error otherwise. Example: `sg::cuda::use_external_allocator({alloc, free});`
+void use_external_allocator(const ExternalAllocator& allocator);
 
 }  // namespace sg::cuda

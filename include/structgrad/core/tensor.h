@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -166,6 +167,12 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
+
+/// A tensor over memory that another library owns (a torch::Tensor's, a NumPy array's): contiguous,
+/// row-major, `shape` and `options`' dtype and device; no copy. `release` runs when the last tensor
+/// viewing it is gone; the memory must stay valid until then. Dense; make it structured with
+/// sg::as_upper / sg::as_symmetric. Example: `auto t = sg::from_blob(ptr, {n, n}, sg::kFloat64);`
+Tensor from_blob(void* data, const Shape& shape, TensorOptions options = {}, std::function<void()> release = {});
 
 /// Prints "Tensor(shape=[2, 2], dtype=float32, device=cpu, structure=Dense)" and the values.
 std::ostream& operator<<(std::ostream& out, const Tensor& t);

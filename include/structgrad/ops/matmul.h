@@ -34,4 +34,28 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 /// a·aᵀ, Symmetric; computes one triangle and mirrors it. Example: `auto g = sg::gram(a);`
 Symmetric gram(const Tensor& a);
 
+// ---- products into memory the caller owns ---------------------------------------------------
+// For bindings (the PyTorch ops) and preallocated buffers; not recorded, like at::mm_out. Each
+// operand is read through the structure named, whatever its tag: UpperTriangular reads only the
+// entries i <= j, Symmetric only the upper triangle, mirrored. All tensors share one dtype and
+// device, and an output must not overlap an input.
+
+/// out [m, n] = a·b: both UpperTriangular gives the upper triangle and exact zeros below it, any
+/// other pair every entry. Example: `sg::matmul_out(c, a, sg::Structure::UpperTriangular, b, sg::Structure::UpperTriangular);`
+void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, Structure b_as,
+                Precision precision = matmul_precision());
+/// matmul_out's gradients for the upstream gradient `grad` [m, n] (read through the product's
+/// structure: its upper triangle when both are UpperTriangular), each projected onto its operand's
+/// structure: a_grad = proj(grad·bᵀ), b_grad = proj(aᵀ·grad); the projection onto Symmetric is
+/// (X + Xᵀ)/2. An undefined a_grad or b_grad is skipped.
+/// Example: `sg::matmul_backward_out(g, a, sg::Structure::Dense, b, sg::Structure::Dense, da, db);`
+void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, const Tensor& b, Structure b_as,
+                         Tensor& a_grad, Tensor& b_grad, Precision precision = matmul_precision());
+/// out [m, m] = a·aᵀ, every entry. Example: `sg::gram_out(c, a, sg::Structure::Dense);`
+void gram_out(Tensor& out, const Tensor& a, Structure a_as, Precision precision = matmul_precision());
+/// gram_out's gradient for any upstream gradient `grad` [m, m]: a_grad = proj((grad + gradᵀ)·a).
+/// Example: `sg::gram_backward_out(g, a, sg::Structure::Dense, da);`
+void gram_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, Tensor& a_grad,
+                       Precision precision = matmul_precision());
+
 }  // namespace sg
