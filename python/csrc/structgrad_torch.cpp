@@ -1,0 +1,211 @@
+// structgrad's products as PyTorch operators (the structgrad:: namespace of torch.ops).
+//
+// Each operator takes torch tensors, views their memory as structgrad tensors (sg::from_blob, no
+// copy), and runs structgrad's out-style entry point into an output that torch allocated. On CUDA
+// the work is queued on torch's current stream and every temporary comes from torch's caching
+// allocator, so the ops follow torch's stream semantics like its own. Autograd formulas and fake
+// (meta) implementations are registered in Python (structgrad/torch/__init__.py).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <string>
+
+#include <structgrad/structgrad.h>
+
+#ifdef SG_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+namespace {
+
+/// The structure named by a Python argument.
+sg::Structure parse_structure(const char* op, c10::string_view name) {
+  if (name == "dense") return sg::Structure::Dense;
+  if (name == "upper") return sg::Structure::UpperTriangular;
+  if (name == "symmetric") return sg::Structure::Symmetric;
+  TORCH_CHECK(false, op, ": unknown structure '", std::string(name), "' (expected 'dense', 'upper' or 'symmetric')");
+}
+
+sg::DType dtype_of(const char* op, const at::Tensor& t) {
+  if (t.scalar_type() == at::kFloat) return sg::DType::Float32;
+  if (t.scalar_type() == at::kDouble) return sg::DType::Float64;
+  TORCH_CHECK(false, op, ": expected float32 or float64 tensors, got ", t.scalar_type());
+}
+
+sg::Device device_of(const char* op, const at::Tensor& t) {
+  if (t.device().is_cpu()) return sg::Device();
+  TORCH_CHECK(t.device().is_cuda(), op, ": expected cpu or cuda tensors, got one on ", t.device());
+  return sg::Device(sg::DeviceType::CUDA, t.device().index());
+}
+
+/// A structgrad view of a torch matrix. Rank and layout are checked here (structgrad's tensors are
+/// packed row-major); dtype, device, shape and structure rules are structgrad's own checks, whose
+/// messages name the op the same way on every device. A strided input is read through a contiguous
+/// copy, never as it lies.
+struct Matrix {
+  at::Tensor memory;  // keeps the (possibly copied) data alive for the call
+  sg::Tensor view;
+};
+
+Matrix matrix(const char* op, const char* what, const at::Tensor& t) {
+  TORCH_CHECK(t.defined(), op, ": ", what, " is undefined");
+  TORCH_CHECK(t.dim() == 2, op, ": expected ", what, " to be a matrix, got shape ", t.sizes());
+  Matrix m;
+  m.memory = t.contiguous();
+  try {
+    m.view = sg::from_blob(m.memory.data_ptr(), {t.size(0), t.size(1)},
+                           sg::TensorOptions().dtype(dtype_of(op, t)).device(device_of(op, t)));
+  } catch (const sg::Error& e) {
+    TORCH_CHECK(false, op, ": ", e.what());
+  }
+  return m;
+}
+
+/// float32 products on CUDA run in TF32 where torch allows it for its own matmuls.
+sg::Precision precision_for(const at::Tensor& t) {
+  const bool tf32 = t.is_cuda() && t.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS();
+  return tf32 ? sg::Precision::TF32 : sg::Precision::Float32;
+}
+
+#ifdef SG_TORCH_CUDA
+void* torch_allocate(size_t nbytes, int device, CUstream_st* stream) {
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  return c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(nbytes, stream);
+}
+
+void torch_deallocate(void* ptr, int) { c10::cuda::CUDACachingAllocator::raw_delete(ptr); }
+
+/// structgrad takes every device allocation from torch's caching allocator, set once when the
+/// first CUDA op runs (before structgrad has allocated anything).
+void use_torch_allocator() {
+  static const bool installed = [] {
+    sg::cuda::use_external_allocator({&torch_allocate, &torch_deallocate});
+    return true;
+  }();
+  (void)installed;
+}
+
+/// For one call: the tensor's device current and its torch stream structgrad's stream.
+struct DeviceScope {
+  explicit DeviceScope(const at::Tensor& t)
+      : device_guard(t.device()),
+        stream_guard((use_torch_allocator(), at::cuda::getCurrentCUDAStream(t.device().index()).stream()),
+                     t.device().index()) {}
+  c10::cuda::CUDAGuard device_guard;
+  sg::cuda::StreamGuard stream_guard;
+};
+#endif
+
+/// Runs `body` with the CUDA state of `t`'s device set up (nothing to do on the CPU). structgrad's
+/// errors become torch errors (RuntimeError in Python) that name the torch op first.
+template <typename Body>
+void on_device_of(const char* op, const at::Tensor& t, Body&& body) {
+  try {
+#ifdef SG_TORCH_CUDA
+    if (t.is_cuda()) {
+      DeviceScope scope(t);
+      body();
+      return;
+    }
+#endif
+    TORCH_CHECK(!t.is_cuda(), op, ": this build of structgrad's PyTorch ops has no CUDA support");
+    body();
+  } catch (const sg::Error& e) {
+    TORCH_CHECK(false, op, ": ", e.what());
+  }
+}
+
+/// An output of `like`'s dtype and device, or an empty tensor standing for "not computed".
+at::Tensor output_or_none(bool needed, const at::Tensor& like, at::IntArrayRef shape) {
+  return needed ? at::empty(shape, like.options()) : at::empty({0}, like.options());
+}
+
+at::Tensor structured_matmul(const at::Tensor& a, const at::Tensor& b, c10::string_view a_structure,
+                             c10::string_view b_structure) {
+  constexpr const char* op = "structured_matmul";
+  const sg::Structure sa = parse_structure(op, a_structure), sb = parse_structure(op, b_structure);
+  Matrix ma = matrix(op, "a", a), mb = matrix(op, "b", b);
+  at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options().memory_format(at::MemoryFormat::Contiguous));
+  on_device_of(op, a, [&] {
+    sg::Tensor c = sg::from_blob(out.data_ptr(), {out.size(0), out.size(1)},
+                                 sg::TensorOptions().dtype(dtype_of(op, a)).device(device_of(op, a)));
+    sg::matmul_out(c, ma.view, sa, mb.view, sb, precision_for(a));
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> structured_matmul_backward(const at::Tensor& grad, const at::Tensor& a,
+                                                             const at::Tensor& b, c10::string_view a_structure,
+                                                             c10::string_view b_structure,
+                                                             std::array<bool, 2> output_mask) {
+  constexpr const char* op = "structured_matmul_backward";
+  const sg::Structure sa = parse_structure(op, a_structure), sb = parse_structure(op, b_structure);
+  Matrix mg = matrix(op, "grad", grad), ma = matrix(op, "a", a), mb = matrix(op, "b", b);
+  at::Tensor da = output_or_none(output_mask[0], a, a.sizes());
+  at::Tensor db = output_or_none(output_mask[1], b, b.sizes());
+  on_device_of(op, a, [&] {
+    sg::Tensor sda, sdb;
+    const sg::TensorOptions options = sg::TensorOptions().dtype(dtype_of(op, a)).device(device_of(op, a));
+    if (output_mask[0]) sda = sg::from_blob(da.data_ptr(), {a.size(0), a.size(1)}, options);
+    if (output_mask[1]) sdb = sg::from_blob(db.data_ptr(), {b.size(0), b.size(1)}, options);
+    sg::matmul_backward_out(mg.view, ma.view, sa, mb.view, sb, sda, sdb, precision_for(a));
+  });
+  return {da, db};
+}
+
+at::Tensor gram(const at::Tensor& a, c10::string_view a_structure) {
+  constexpr const char* op = "gram";
+  const sg::Structure sa = parse_structure(op, a_structure);
+  Matrix ma = matrix(op, "a", a);
+  at::Tensor out = at::empty({a.size(0), a.size(0)}, a.options().memory_format(at::MemoryFormat::Contiguous));
+  on_device_of(op, a, [&] {
+    sg::Tensor c = sg::from_blob(out.data_ptr(), {out.size(0), out.size(1)},
+                                 sg::TensorOptions().dtype(dtype_of(op, a)).device(device_of(op, a)));
+    sg::gram_out(c, ma.view, sa, precision_for(a));
+  });
+  return out;
+}
+
+at::Tensor gram_backward(const at::Tensor& grad, const at::Tensor& a, c10::string_view a_structure) {
+  constexpr const char* op = "gram_backward";
+  const sg::Structure sa = parse_structure(op, a_structure);
+  Matrix mg = matrix(op, "grad", grad), ma = matrix(op, "a", a);
+  at::Tensor da = at::empty(a.sizes(), a.options().memory_format(at::MemoryFormat::Contiguous));
+  on_device_of(op, a, [&] {
+    sg::Tensor sda = sg::from_blob(da.data_ptr(), {a.size(0), a.size(1)},
+                                   sg::TensorOptions().dtype(dtype_of(op, a)).device(device_of(op, a)));
+    sg::gram_backward_out(mg.view, ma.view, sa, sda, precision_for(a));
+  });
+  return da;
+}
+
+bool built_with_cuda() { return sg::cuda::built_with_cuda(); }
+
+}  // namespace
+
+TORCH_LIBRARY(structgrad, m) {
+  m.set_python_module("structgrad.torch");
+  m.def("structured_matmul(Tensor a, Tensor b, str a_structure, str b_structure) -> Tensor");
+  m.def(
+      "structured_matmul_backward(Tensor grad, Tensor a, Tensor b, str a_structure, str b_structure, "
+      "bool[2] output_mask) -> (Tensor, Tensor)");
+  m.def("gram(Tensor a, str a_structure) -> Tensor");
+  m.def("gram_backward(Tensor grad, Tensor a, str a_structure) -> Tensor");
+  m.def("built_with_cuda() -> bool", &built_with_cuda);
+}
+
+TORCH_LIBRARY_IMPL(structgrad, CPU, m) {
+  m.impl("structured_matmul", &structured_matmul);
+  m.impl("structured_matmul_backward", &structured_matmul_backward);
+  m.impl("gram", &gram);
+  m.impl("gram_backward", &gram_backward);
+}
+
+TORCH_LIBRARY_IMPL(structgrad, CUDA, m) {
+  m.impl("structured_matmul", &structured_matmul);
+  m.impl("structured_matmul_backward", &structured_matmul_backward);
+  m.impl("gram", &gram);
+  m.impl("gram_backward", &gram_backward);
+}
