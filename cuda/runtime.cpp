@@ -49,8 +49,13 @@ StreamSlot& stream_slot(int device) {
   return (*slots)[static_cast<size_t>(device)];
 }
 
-/// This thread's stream per device where a sg::cuda::StreamGuard is active (null: the library's).
-thread_local std::array<cudaStream_t, kMaxDevices> stream_override{};
+/// This thread's stream per device where a sg::cuda::StreamGuard is active. A null stream is a
+/// real choice (the legacy default stream, PyTorch's default), so a flag says whether one is set.
+struct StreamOverride {
+  bool set = false;
+  cudaStream_t stream = nullptr;
+};
+thread_local std::array<StreamOverride, kMaxDevices> stream_override{};
 
 // ---- cuBLAS handles -----------------------------------------------------------------------
 // cuBLAS handles are not safe to share between threads, so each thread gets its own handle
@@ -119,7 +124,8 @@ void check_device(int device) {
 
 cudaStream_t stream(int device) {
   check_device(device);
-  if (cudaStream_t guarded = stream_override[static_cast<size_t>(device)]) return guarded;
+  const StreamOverride& guarded = stream_override[static_cast<size_t>(device)];
+  if (guarded.set) return guarded.stream;
   StreamSlot& slot = stream_slot(device);
   // If creation throws, the flag stays unset and the next call tries again.
   std::call_once(slot.created, [&] {
@@ -235,12 +241,13 @@ StreamGuard::StreamGuard(CUstream_st* stream, int device) : device_(device) {
   SG_CHECK(detail::cuda::uses_external_allocator(), "cuda::StreamGuard: structgrad's own allocator reuses memory in the "
            "order of the library stream; take memory from an allocator that follows your streams first "
            "(sg::cuda::use_external_allocator)");
-  cudaStream_t& slot = detail::cuda::stream_override[static_cast<size_t>(device)];
-  previous_ = slot;
-  slot = stream;
+  auto& slot = detail::cuda::stream_override[static_cast<size_t>(device)];
+  previous_set_ = slot.set;
+  previous_ = slot.stream;
+  slot = {true, stream};
 }
 
-StreamGuard::~StreamGuard() { detail::cuda::stream_override[static_cast<size_t>(device_)] = previous_; }
+StreamGuard::~StreamGuard() { detail::cuda::stream_override[static_cast<size_t>(device_)] = {previous_set_, previous_}; }
 
 std::string device_name(int device) {
   detail::cuda::check_device(device);

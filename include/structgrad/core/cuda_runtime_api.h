@@ -25,8 +25,8 @@ void empty_cache();
 /// Human-readable device name, e.g. "NVIDIA H100 80GB HBM3".
 std::string device_name(int device = 0);
 
-/// Queues this thread's work on `device` on `stream` instead of the library stream, for the guard's
-/// scope: how a binding runs structgrad on its framework's stream (PyTorch's current stream).
+/// Queues this thread's work on `device` on `stream` (null: the legacy default stream) instead of the
+/// library stream, for the guard's scope: how a binding runs structgrad on its framework's stream (PyTorch's current stream).
 /// Needs an allocator that follows those streams first (use_external_allocator).
 /// Example: `sg::cuda::StreamGuard guard(torch_stream, 0);`
 class StreamGuard {
@@ -38,6 +38,7 @@ class StreamGuard {
 
  private:
   CUstream_st* previous_ = nullptr;
+  bool previous_set_ = false;
   int device_ = 0;
 };
 
