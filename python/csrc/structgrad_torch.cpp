@@ -3,9 +3,11 @@
 // Each operator takes torch tensors, views their memory as structgrad tensors (sg::from_blob, no
 // copy), and runs structgrad's out-style entry point into an output that torch allocated. On CUDA
 // the work is queued on torch's current stream and every temporary comes from torch's caching
-// allocator, so the ops follow torch's stream semantics like its own. Autograd formulas and fake
-// (meta) implementations are registered in Python (structgrad/torch/__init__.py).
+// allocator, so the ops follow torch's stream semantics like its own. The autograd formulas are
+// here (the Autograd dispatch key), so a call costs no Python beyond torch.ops; the fake (meta)
+// implementations for torch.compile are in Python (structgrad/torch/__init__.py).
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <string>
@@ -181,7 +183,76 @@ at::Tensor gram_backward(const at::Tensor& grad, const at::Tensor& a, c10::strin
   return da;
 }
 
-bool built_with_cuda() { return sg::cuda::built_with_cuda(); }
+// ---- autograd: the projected gradients, from structgrad's backward kernels -------------------
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// The op `name` of this library, called through the dispatcher (below autograd here).
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+class StructuredMatmulFunction : public torch::autograd::Function<StructuredMatmulFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
+                            const std::string& a_structure, const std::string& b_structure) {
+    static const auto op = op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view,
+                                                c10::string_view)>("structgrad::structured_matmul");
+    ctx->save_for_backward({a, b});
+    ctx->saved_data["a_structure"] = a_structure;
+    ctx->saved_data["b_structure"] = b_structure;
+    at::AutoDispatchBelowADInplaceOrView below;
+    return op.call(a, b, a_structure, b_structure);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static const auto op = op_handle<std::tuple<at::Tensor, at::Tensor>(
+        const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view, c10::string_view,
+        std::array<bool, 2>)>("structgrad::structured_matmul_backward");
+    const variable_list saved = ctx->get_saved_variables();
+    const std::array<bool, 2> needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1)};
+    auto [da, db] = op.call(grads[0], saved[0], saved[1], ctx->saved_data["a_structure"].toStringRef(),
+                            ctx->saved_data["b_structure"].toStringRef(), needs);
+    return {needs[0] ? da : at::Tensor(), needs[1] ? db : at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class GramFunction : public torch::autograd::Function<GramFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const std::string& a_structure) {
+    static const auto op = op_handle<at::Tensor(const at::Tensor&, c10::string_view)>("structgrad::gram");
+    ctx->save_for_backward({a});
+    ctx->saved_data["a_structure"] = a_structure;
+    at::AutoDispatchBelowADInplaceOrView below;
+    return op.call(a, a_structure);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static const auto op = op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view)>(
+        "structgrad::gram_backward");
+    const variable_list saved = ctx->get_saved_variables();
+    return {op.call(grads[0], saved[0], ctx->saved_data["a_structure"].toStringRef()), at::Tensor()};
+  }
+};
+
+at::Tensor structured_matmul_autograd(const at::Tensor& a, const at::Tensor& b, c10::string_view a_structure,
+                                      c10::string_view b_structure) {
+  return StructuredMatmulFunction::apply(a, b, std::string(a_structure), std::string(b_structure));
+}
+
+at::Tensor gram_autograd(const at::Tensor& a, c10::string_view a_structure) {
+  return GramFunction::apply(a, std::string(a_structure));
+}
+
+bool built_with_cuda() {
+#ifdef SG_TORCH_CUDA
+  return sg::cuda::built_with_cuda();
+#else
+  return false;
+#endif
+}
 
 }  // namespace
 
@@ -201,6 +272,11 @@ TORCH_LIBRARY_IMPL(structgrad, CPU, m) {
   m.impl("structured_matmul_backward", &structured_matmul_backward);
   m.impl("gram", &gram);
   m.impl("gram_backward", &gram_backward);
+}
+
+TORCH_LIBRARY_IMPL(structgrad, Autograd, m) {
+  m.impl("structured_matmul", &structured_matmul_autograd);
+  m.impl("gram", &gram_autograd);
 }
 
 TORCH_LIBRARY_IMPL(structgrad, CUDA, m) {

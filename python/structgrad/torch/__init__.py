@@ -1,6 +1,6 @@
 """structgrad's structured products as PyTorch operators, with autograd and fake implementations.
 
-Each function takes torch tensors and returns a torch tensor; the work runs in structgrad's
+Each function takes torch tensors and returns a torch tensor, differentiable (first order); the work runs in structgrad's
 kernels (CPU: Eigen and the blocked structured GEMM; CUDA: the structured GEMM on torch's current
 stream, memory from torch's caching allocator). An operand is read through its structure:
 
@@ -34,6 +34,9 @@ def _load_library() -> None:
 
 _load_library()
 _ops = torch.ops.structgrad
+# The overloads themselves: calling them skips the packet's overload resolution.
+_matmul = _ops.structured_matmul.default
+_gram = _ops.gram.default
 
 
 def _check_structure(name: str, value: str) -> None:
@@ -50,27 +53,27 @@ def structured_matmul(A: torch.Tensor, B: torch.Tensor, *, a: str = "dense", b: 
     """
     _check_structure("a", a)
     _check_structure("b", b)
-    return _ops.structured_matmul(A, B, a, b)
+    return _matmul(A, B, a, b)
 
 
 def triu_matmul(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     """``torch.triu(torch.triu(A) @ torch.triu(B))``, computing only the upper triangle's work."""
-    return _ops.structured_matmul(A, B, "upper", "upper")
+    return _matmul(A, B, "upper", "upper")
 
 
 def sym_matmul(S: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """S @ T for symmetric S and T, each read from its upper triangle."""
-    return _ops.structured_matmul(S, T, "symmetric", "symmetric")
+    return _matmul(S, T, "symmetric", "symmetric")
 
 
 def gram(A: torch.Tensor, *, a: str = "dense") -> torch.Tensor:
     """A @ A.T, computing one triangle and mirroring it. Example: ``K = gram(X)``."""
     _check_structure("a", a)
-    return _ops.gram(A, a)
+    return _gram(A, a)
 
 
 def built_with_cuda() -> bool:
-    """True when the operators were built with structgrad's CUDA backend."""
+    """True when the operators were built with CUDA support (structgrad's CUDA backend and torch's)."""
     return bool(_ops.built_with_cuda())
 
 
@@ -105,34 +108,3 @@ def _gram_fake(a, a_structure):
 @torch.library.register_fake("structgrad::gram_backward")
 def _gram_backward_fake(grad, a, a_structure):
     return a.new_empty(a.shape)
-
-
-# ---- autograd: the projected gradients, computed by structgrad's backward kernels --------------
-
-def _matmul_setup_context(ctx, inputs, output):
-    a, b, a_structure, b_structure = inputs
-    ctx.save_for_backward(a, b)
-    ctx.structures = (a_structure, b_structure)
-
-
-def _matmul_backward(ctx, grad):
-    a, b = ctx.saved_tensors
-    needs = [bool(ctx.needs_input_grad[0]), bool(ctx.needs_input_grad[1])]
-    da, db = _ops.structured_matmul_backward(grad, a, b, ctx.structures[0], ctx.structures[1], needs)
-    return (da if needs[0] else None), (db if needs[1] else None), None, None
-
-
-def _gram_setup_context(ctx, inputs, output):
-    a, a_structure = inputs
-    ctx.save_for_backward(a)
-    ctx.structure = a_structure
-
-
-def _gram_backward(ctx, grad):
-    (a,) = ctx.saved_tensors
-    return _ops.gram_backward(grad, a, ctx.structure), None
-
-
-torch.library.register_autograd("structgrad::structured_matmul", _matmul_backward,
-                                setup_context=_matmul_setup_context)
-torch.library.register_autograd("structgrad::gram", _gram_backward, setup_context=_gram_setup_context)
