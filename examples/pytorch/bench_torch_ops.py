@@ -106,15 +106,21 @@ def autograd_table(sizes):
             print(f"{name:<36} {n:>5} {t_ref:>9.3f} {t_ours:>11.3f} {t_ref / t_ours:>6.2f}x")
 
 
-def overhead_table(n=1024):
-    A = torch.randn(n, n, device="cuda")
-    B = torch.randn(n, n, device="cuda")
-    S = (A + A.T) / 2
-    print(f"\nbinding, float32, n = {n} (set beside bench_matmul_out_cuda)")
-    print(f"{'product':<22} {'host us/call':>13} {'ms/call (synced)':>17}")
+def overhead_table(sizes=(1, 1024)):
+    print("\nbinding, float32 (set beside bench_matmul_out_cuda); and torch's own floor for one op")
+    print(f"{'call':<34} {'n':>5} {'host us/call':>13} {'ms/call (synced)':>17}")
     with torch.no_grad():
-        for name, fn in (("upper·upper", lambda: sgt.triu_matmul(A, B)), ("symmetric·symmetric", lambda: sgt.sym_matmul(S, S))):
-            print(f"{name:<22} {host_us_per_call(fn):>13.2f} {synced_call_ms(fn):>17.4f}")
+        x = torch.randn(1, 1, device="cuda")
+        for name, fn in (("torch.add (dispatcher floor)", lambda: torch.add(x, x)),
+                         ("torch.ops.aten.add.Tensor", lambda: torch.ops.aten.add.Tensor(x, x))):
+            print(f"{name:<34} {1:>5} {host_us_per_call(fn):>13.2f} {synced_call_ms(fn):>17.4f}")
+        for n in sizes:
+            A = torch.randn(n, n, device="cuda")
+            B = torch.randn(n, n, device="cuda")
+            S = (A + A.T) / 2
+            for name, fn in (("triu_matmul", lambda: sgt.triu_matmul(A, B)),
+                             ("sym_matmul", lambda: sgt.sym_matmul(S, S))):
+                print(f"{name:<34} {n:>5} {host_us_per_call(fn):>13.2f} {synced_call_ms(fn):>17.4f}")
 
 
 def main():

@@ -27,18 +27,18 @@ sg::Structure parse_structure(const char* op, c10::string_view name) {
   if (name == "dense") return sg::Structure::Dense;
   if (name == "upper") return sg::Structure::UpperTriangular;
   if (name == "symmetric") return sg::Structure::Symmetric;
-  TORCH_CHECK(false, op, ": unknown structure '", std::string(name), "' (expected 'dense', 'upper' or 'symmetric')");
+  SG_FAIL(op, ": unknown structure '", std::string(name), "' (expected 'dense', 'upper' or 'symmetric')");
 }
 
 sg::DType dtype_of(const char* op, const at::Tensor& t) {
   if (t.scalar_type() == at::kFloat) return sg::DType::Float32;
   if (t.scalar_type() == at::kDouble) return sg::DType::Float64;
-  TORCH_CHECK(false, op, ": expected float32 or float64 tensors, got ", t.scalar_type());
+  SG_FAIL(op, ": expected float32 or float64 tensors, got ", c10::toString(t.scalar_type()));
 }
 
 sg::Device device_of(const char* op, const at::Tensor& t) {
   if (t.device().is_cpu()) return sg::Device();
-  TORCH_CHECK(t.device().is_cuda(), op, ": expected cpu or cuda tensors, got one on ", t.device());
+  SG_CHECK(t.device().is_cuda(), op, ": expected cpu or cuda tensors, got one on ", t.device().str());
   return sg::Device(sg::DeviceType::CUDA, t.device().index());
 }
 
@@ -52,15 +52,16 @@ struct Matrix {
 };
 
 Matrix matrix(const char* op, const char* what, const at::Tensor& t) {
-  TORCH_CHECK(t.defined(), op, ": ", what, " is undefined");
-  TORCH_CHECK(t.dim() == 2, op, ": expected ", what, " to be a matrix, got shape ", t.sizes());
+  SG_CHECK(t.defined(), op, ": ", what, " is undefined");
+  SG_CHECK(t.dim() == 2, op, ": expected ", what, " to be a matrix, got shape ",
+           sg::shape_str(std::vector<int64_t>(t.sizes().begin(), t.sizes().end())));
   Matrix m;
   m.memory = t.contiguous();
+  const sg::TensorOptions options = sg::TensorOptions().dtype(dtype_of(op, t)).device(device_of(op, t));
   try {
-    m.view = sg::from_blob(m.memory.data_ptr(), {t.size(0), t.size(1)},
-                           sg::TensorOptions().dtype(dtype_of(op, t)).device(device_of(op, t)));
+    m.view = sg::from_blob(m.memory.data_ptr(), {t.size(0), t.size(1)}, options);
   } catch (const sg::Error& e) {
-    TORCH_CHECK(false, op, ": ", e.what());
+    SG_FAIL(op, ": ", e.what());
   }
   return m;
 }
@@ -101,9 +102,11 @@ struct DeviceScope {
 #endif
 
 /// Runs `body` with the CUDA state of `t`'s device set up (nothing to do on the CPU). structgrad's
-/// errors become torch errors (RuntimeError in Python) that name the torch op first.
+/// errors are rethrown with the torch op's name first; torch turns them into Python RuntimeErrors.
 template <typename Body>
 void on_device_of(const char* op, const at::Tensor& t, Body&& body) {
+  SG_CHECK(!t.is_cuda() || sg::cuda::built_with_cuda(), op,
+           ": this build of structgrad's PyTorch ops has no CUDA support");
   try {
 #ifdef SG_TORCH_CUDA
     if (t.is_cuda()) {
@@ -112,10 +115,9 @@ void on_device_of(const char* op, const at::Tensor& t, Body&& body) {
       return;
     }
 #endif
-    TORCH_CHECK(!t.is_cuda(), op, ": this build of structgrad's PyTorch ops has no CUDA support");
     body();
   } catch (const sg::Error& e) {
-    TORCH_CHECK(false, op, ": ", e.what());
+    SG_FAIL(op, ": ", e.what());
   }
 }
 
