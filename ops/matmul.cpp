@@ -235,22 +235,12 @@ void check_output(const char* op, const char* what, const Tensor& out, const Sha
   out.impl().storage->version++;
 }
 
-/// Zeros an UpperTriangular output on a CUDA device before its product and says so (then passed
-/// as GemmProblem::c_zeros_stored): one fill of the whole output costs less than the product's
-/// tiles wholly below the diagonal, which the plan then leaves out.
-bool zero_upper_output_first(Tensor& out, OutputMask mask) {
-  if (mask != OutputMask::Upper || !out.is_cuda() || out.numel() == 0) return false;
-  detail::backend_of(out).fill(out, 0.0);
-  return true;
-}
-
 /// Writes proj_s(op(x)·op(y)) into out, operands read through their structures: the Upper mask
 /// for an UpperTriangular s, the full product then (X + Xᵀ)/2 for a Symmetric one.
 void projected_product_into(Tensor& out, Structure s, const Tensor& x, GemmOperand dx, const Tensor& y,
                             GemmOperand dy, double alpha, Precision precision) {
   if (s != Structure::Symmetric) {
-    const OutputMask mask = mask_for_gradient(s);
-    gemm_into(out, x, dx, y, dy, mask, alpha, precision, zero_upper_output_first(out, mask), nullptr);
+    gemm_into(out, x, dx, y, dy, mask_for_gradient(s), alpha, precision, false, nullptr);
     return;
   }
   Tensor full = detail::empty_like(out);
@@ -328,8 +318,8 @@ void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, S
   check_output(op, "out", out, {a.size(0), b.size(1)}, a, {&a, &b});
   const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
   const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
-  gemm_into(out, a, gradient_operand(a_as, false), b, gradient_operand(b_as, false), mask, 1.0, precision,
-            zero_upper_output_first(out, mask), nullptr);
+  gemm_into(out, a, gradient_operand(a_as, false), b, gradient_operand(b_as, false), mask, 1.0, precision, false,
+            nullptr);
 }
 
 void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, const Tensor& b, Structure b_as,

@@ -97,8 +97,14 @@ def autograd_table(sizes):
         T = (T + T.T) / 2
         rows = [("triu(A@B) forward", lambda: torch.triu(A @ B), lambda: sgt.triu_matmul(A, B)),
                 ("S@T forward", lambda: S @ T, lambda: sgt.sym_matmul(S, T))]
-        rows.append(("triu(A@B) forward+backward", lambda: torch.triu(A @ B).backward(G),
-                     lambda: sgt.triu_matmul(A, B).backward(G)))
+
+        def step(product):
+            # A training step's gradients: set to None first (zero_grad's default), so nothing accumulates.
+            A.grad = B.grad = None
+            product(A, B).backward(G)
+
+        rows.append(("triu(A@B) forward+backward", lambda: step(lambda a, b: torch.triu(a @ b)),
+                     lambda: step(sgt.triu_matmul)))
         for name, ref, ours in rows:
             grad_ctx = torch.no_grad() if "backward" not in name else torch.enable_grad()
             with grad_ctx:

@@ -196,12 +196,18 @@ c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
 }
 
+using MatmulSignature = at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view, c10::string_view);
+using MatmulBackwardSignature = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                   const at::Tensor&, c10::string_view,
+                                                                   c10::string_view, std::array<bool, 2>);
+using GramSignature = at::Tensor(const at::Tensor&, c10::string_view);
+using GramBackwardSignature = at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view);
+
 class StructuredMatmulFunction : public torch::autograd::Function<StructuredMatmulFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
                             const std::string& a_structure, const std::string& b_structure) {
-    static const auto op = op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view,
-                                                c10::string_view)>("structgrad::structured_matmul");
+    static const auto op = op_handle<MatmulSignature>("structgrad::structured_matmul");
     ctx->save_for_backward({a, b});
     ctx->saved_data["a_structure"] = a_structure;
     ctx->saved_data["b_structure"] = b_structure;
@@ -210,9 +216,7 @@ class StructuredMatmulFunction : public torch::autograd::Function<StructuredMatm
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static const auto op = op_handle<std::tuple<at::Tensor, at::Tensor>(
-        const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view, c10::string_view,
-        std::array<bool, 2>)>("structgrad::structured_matmul_backward");
+    static const auto op = op_handle<MatmulBackwardSignature>("structgrad::structured_matmul_backward");
     const variable_list saved = ctx->get_saved_variables();
     const std::array<bool, 2> needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1)};
     auto [da, db] = op.call(grads[0], saved[0], saved[1], ctx->saved_data["a_structure"].toStringRef(),
@@ -224,7 +228,7 @@ class StructuredMatmulFunction : public torch::autograd::Function<StructuredMatm
 class GramFunction : public torch::autograd::Function<GramFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const std::string& a_structure) {
-    static const auto op = op_handle<at::Tensor(const at::Tensor&, c10::string_view)>("structgrad::gram");
+    static const auto op = op_handle<GramSignature>("structgrad::gram");
     ctx->save_for_backward({a});
     ctx->saved_data["a_structure"] = a_structure;
     at::AutoDispatchBelowADInplaceOrView below;
@@ -232,20 +236,54 @@ class GramFunction : public torch::autograd::Function<GramFunction> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static const auto op = op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view)>(
-        "structgrad::gram_backward");
+    static const auto op = op_handle<GramBackwardSignature>("structgrad::gram_backward");
     const variable_list saved = ctx->get_saved_variables();
     return {op.call(grads[0], saved[0], ctx->saved_data["a_structure"].toStringRef()), at::Tensor()};
   }
 };
 
+/// True when the call records for autograd: grad mode on and an input that requires grad.
+bool records(std::initializer_list<const at::Tensor*> inputs) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : inputs)
+    if (t->requires_grad()) return true;
+  return false;
+}
+
 at::Tensor structured_matmul_autograd(const at::Tensor& a, const at::Tensor& b, c10::string_view a_structure,
                                       c10::string_view b_structure) {
+  if (!records({&a, &b})) {  // nothing to record: on to the kernel below autograd
+    static const auto op = op_handle<MatmulSignature>("structgrad::structured_matmul");
+    at::AutoDispatchBelowADInplaceOrView below;
+    return op.call(a, b, a_structure, b_structure);
+  }
   return StructuredMatmulFunction::apply(a, b, std::string(a_structure), std::string(b_structure));
 }
 
 at::Tensor gram_autograd(const at::Tensor& a, c10::string_view a_structure) {
+  if (!records({&a})) {
+    static const auto op = op_handle<GramSignature>("structgrad::gram");
+    at::AutoDispatchBelowADInplaceOrView below;
+    return op.call(a, a_structure);
+  }
   return GramFunction::apply(a, std::string(a_structure));
+}
+
+// The backward ops are not differentiable themselves (first-order gradients); their Autograd
+// kernels only step below autograd, as the fallback would, without boxing the call.
+std::tuple<at::Tensor, at::Tensor> structured_matmul_backward_autograd(const at::Tensor& grad, const at::Tensor& a,
+                                                                      const at::Tensor& b, c10::string_view a_structure,
+                                                                      c10::string_view b_structure,
+                                                                      std::array<bool, 2> output_mask) {
+  static const auto op = op_handle<MatmulBackwardSignature>("structgrad::structured_matmul_backward");
+  at::AutoDispatchBelowADInplaceOrView below;
+  return op.call(grad, a, b, a_structure, b_structure, output_mask);
+}
+
+at::Tensor gram_backward_autograd(const at::Tensor& grad, const at::Tensor& a, c10::string_view a_structure) {
+  static const auto op = op_handle<GramBackwardSignature>("structgrad::gram_backward");
+  at::AutoDispatchBelowADInplaceOrView below;
+  return op.call(grad, a, a_structure);
 }
 
 bool built_with_cuda() {
@@ -279,6 +317,8 @@ TORCH_LIBRARY_IMPL(structgrad, CPU, m) {
 TORCH_LIBRARY_IMPL(structgrad, Autograd, m) {
   m.impl("structured_matmul", &structured_matmul_autograd);
   m.impl("gram", &gram_autograd);
+  m.impl("structured_matmul_backward", &structured_matmul_backward_autograd);
+  m.impl("gram_backward", &gram_backward_autograd);
 }
 
 TORCH_LIBRARY_IMPL(structgrad, CUDA, m) {
