@@ -76,7 +76,7 @@ def kernelbench(path):
         result = eval_kernel_against_ref(ref_src, new_src, num_correct_trials=5, num_perf_trials=100,
                                          measure_performance=True, verbose=False, device=torch.device("cuda:0"))
         ok = result.metadata.get("correctness_trials", "?")
-        rows.append((problem, result.correctness, ok, result.ref_runtime / 1e3, result.runtime / 1e3))
+        rows.append((problem, result.correctness, ok, result.ref_runtime, result.runtime))  # ms
     print("\nKernelBench eval_kernel_against_ref (5 correctness trials, 100 timed, reference in the same run)")
     print(f"{'problem':>8} {'correct':>8} {'trials':>8} {'reference ms':>13} {'ModelNew ms':>12} {'speedup':>8}")
     for p, correct, ok, ref_ms, new_ms in rows:
