@@ -4,6 +4,7 @@
 # CI sets it OFF. Where PyTorch cannot be installed (no registry), it says so and skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mkdir -p build-python
 venv=${SG_PYTHON_VENV:-build-python/venv}
 torch_version=${SG_TORCH_VERSION:-2.11.0}
 python3 -m venv "$venv"
@@ -13,5 +14,6 @@ if ! "$venv/bin/pip" install -q "torch==$torch_version" numpy pytest "setuptools
 fi
 STRUCTGRAD_BUILD_DIR=${STRUCTGRAD_BUILD_DIR:-$PWD/build-python/cmake} \
   "$venv/bin/pip" install -q --no-build-isolation --no-deps ./python
+venv_python=$(cd "$venv" && pwd)/bin/python
 # From outside the source tree, so that the installed package is the one imported.
-(cd build-python && "$OLDPWD/$venv/bin/python" -m pytest -q -rs "$OLDPWD/python/tests")
+(cd build-python && "$venv_python" -m pytest -q -rs "$OLDPWD/python/tests")
