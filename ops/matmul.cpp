@@ -219,20 +219,28 @@ void check_out_operand(const char* op, const char* what, const Tensor& t, Struct
            " must be square, got shape ", t.shape());
 }
 
-/// Checks an output of an out-style product: as check_out_operand, of `shape`, and not overlapping
-/// any input. Bumps its storage version (an in-place write).
+/// True when the byte ranges of x and y overlap.
+bool overlap(const Tensor& x, const Tensor& y) {
+  const auto* xb = static_cast<const char*>(x.data_ptr());
+  const auto* yb = static_cast<const char*>(y.data_ptr());
+  return x.nbytes() > 0 && y.nbytes() > 0 && xb < yb + y.nbytes() && yb < xb + x.nbytes();
+}
+
+/// Checks an output of an out-style product: as check_out_operand, of `shape`, Dense-tagged (the
+/// product may hold what another tag's invariant excludes), and apart from `others` (inputs and
+/// other outputs).
 void check_output(const char* op, const char* what, const Tensor& out, const Shape& shape, const Tensor& a,
-                  std::initializer_list<const Tensor*> inputs) {
+                  std::initializer_list<const Tensor*> others) {
   check_out_operand(op, what, out, Structure::Dense, a);
   SG_CHECK(out.shape() == shape, op, ": expected ", what, " of shape ", shape, ", got ", out.shape());
-  const auto* begin = static_cast<const char*>(out.data_ptr());
-  for (const Tensor* in : inputs) {
-    const auto* in_begin = static_cast<const char*>(in->data_ptr());
-    const bool apart = out.nbytes() == 0 || in->nbytes() == 0 || begin + out.nbytes() <= in_begin ||
-                       in_begin + in->nbytes() <= begin;
-    SG_CHECK(apart, op, ": ", what, " overlaps an input");
-  }
-  out.impl().storage->version++;
+  SG_CHECK(out.structure() == Structure::Dense, op, ": expected ", what, " to be a Dense tensor, got one tagged ",
+           out.structure());
+  for (const Tensor* other : others) SG_CHECK(!overlap(out, *other), op, ": ", what, " overlaps another argument");
+}
+
+/// Marks an out-style product's output as written in place (after every check has passed).
+void bump_version(const Tensor& out) {
+  if (out.defined()) out.impl().storage->version++;
 }
 
 /// Writes proj_s(op(x)·op(y)) into out, operands read through their structures: the Upper mask
@@ -316,6 +324,7 @@ void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, S
   check_out_operand(op, "b", b, b_as, a);
   SG_CHECK(a.size(1) == b.size(0), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
   check_output(op, "out", out, {a.size(0), b.size(1)}, a, {&a, &b});
+  bump_version(out);
   const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
   const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
   gemm_into(out, a, gradient_operand(a_as, false), b, gradient_operand(b_as, false), mask, 1.0, precision, false,
@@ -336,7 +345,12 @@ void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, co
   const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
   const Structure sc = both_upper ? Structure::UpperTriangular : Structure::Dense;
   if (a_grad.defined()) check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &b, &grad});
-  if (b_grad.defined()) check_output(op, "b_grad", b_grad, b.shape(), a, {&a, &b, &grad});
+  if (b_grad.defined()) {
+    check_output(op, "b_grad", b_grad, b.shape(), a, {&a, &b, &grad});
+    if (a_grad.defined()) SG_CHECK(!overlap(a_grad, b_grad), op, ": a_grad overlaps b_grad");
+  }
+  bump_version(a_grad);
+  bump_version(b_grad);
   if (a_grad.defined())  // G · bᵀ
     projected_product_into(a_grad, a_as, grad, gradient_operand(sc, false), b, gradient_operand(b_as, true), 1.0,
                            precision);
@@ -350,6 +364,7 @@ void gram_out(Tensor& out, const Tensor& a, Structure a_as, Precision precision)
   SG_CHECK(a.defined(), op, ": a is undefined");
   check_out_operand(op, "a", a, a_as, a);
   check_output(op, "out", out, {a.size(0), a.size(0)}, a, {&a});
+  bump_version(out);
   gemm_into(out, a, gradient_operand(a_as, false), a, gradient_operand(a_as, true), OutputMask::Symmetric, 1.0,
             precision, false, nullptr);
 }
@@ -362,6 +377,7 @@ void gram_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, Tens
   SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == a.size(0), op, ": expected grad of shape [", a.size(0), ", ",
            a.size(0), "], got ", grad.shape());
   check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &grad});
+  bump_version(a_grad);
   // d(a·aᵀ) = (G + Gᵀ)·a = 2·sym(G)·a; sym(G) stores its mirror, so it is read as operand(Symmetric) is.
   Tensor g = sym(grad.detach());
   projected_product_into(a_grad, a_as, g, operand(Structure::Symmetric, false), a, gradient_operand(a_as, false), 2.0,

@@ -190,6 +190,15 @@ at::Tensor gram_backward(const at::Tensor& grad, const at::Tensor& a, c10::strin
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+/// The backward formulas are first order: their ops run below autograd. With create_graph a
+/// second-order gradient would silently lose their terms, so it is refused.
+void check_first_order(const char* op, const at::Tensor& grad, const variable_list& saved) {
+  bool recorded = grad.requires_grad();
+  for (const at::Tensor& t : saved) recorded = recorded || t.requires_grad();
+  SG_CHECK(!(at::GradMode::is_enabled() && recorded), op,
+           ": second-order gradients (backward with create_graph=True) are not supported");
+}
+
 /// The op `name` of this library, called through the dispatcher (below autograd here).
 template <typename Signature>
 c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
@@ -218,6 +227,7 @@ class StructuredMatmulFunction : public torch::autograd::Function<StructuredMatm
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     static const auto op = op_handle<MatmulBackwardSignature>("structgrad::structured_matmul_backward");
     const variable_list saved = ctx->get_saved_variables();
+    check_first_order("structured_matmul", grads[0], saved);
     const std::array<bool, 2> needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1)};
     auto [da, db] = op.call(grads[0], saved[0], saved[1], ctx->saved_data["a_structure"].toStringRef(),
                             ctx->saved_data["b_structure"].toStringRef(), needs);
@@ -238,6 +248,7 @@ class GramFunction : public torch::autograd::Function<GramFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     static const auto op = op_handle<GramBackwardSignature>("structgrad::gram_backward");
     const variable_list saved = ctx->get_saved_variables();
+    check_first_order("gram", grads[0], saved);
     return {op.call(grads[0], saved[0], ctx->saved_data["a_structure"].toStringRef()), at::Tensor()};
   }
 };

@@ -165,7 +165,15 @@ TEST_P(MatmulOut, BadInputIsNamedAndLeavesTheOutputAlone) {
   EXPECT_EQ(msg([&] { sg::matmul_out(wrong, a, Structure::Dense, a, Structure::Dense); }),
             "matmul_out: expected out of shape [4, 4], got [4, 5]");
   EXPECT_EQ(msg([&] { sg::matmul_out(a, a, Structure::Dense, a, Structure::Dense); }),
-            "matmul_out: out overlaps an input");
+            "matmul_out: out overlaps another argument");
+  sg::Tensor upper_out = sg::triu(sg::zeros({4, 4}, o));  // a tag whose invariant a Dense product breaks
+  EXPECT_EQ(msg([&] { sg::matmul_out(upper_out, a, Structure::Dense, a, Structure::Dense); }),
+            "matmul_out: expected out to be a Dense tensor, got one tagged UpperTriangular");
+  sg::Tensor g = sg::randn({4, 4}, o), shared = sg::zeros({4, 4}, o);
+  const uint64_t before = shared.impl().storage->version.load();
+  EXPECT_EQ(msg([&] { sg::matmul_backward_out(g, a, Structure::Dense, a, Structure::Dense, shared, shared); }),
+            "matmul_backward_out: a_grad overlaps b_grad");
+  EXPECT_EQ(shared.impl().storage->version.load(), before);  // nothing marked written when a check fails
   const sg::DType other = c.dtype == sg::kFloat32 ? sg::kFloat64 : sg::kFloat32;
   EXPECT_EQ(msg([&] { sg::matmul_out(out, a, Structure::Dense, a.to(other), Structure::Dense); }),
             std::string("matmul_out: expected every tensor of dtype ") + sg::dtype_name(c.dtype) +

@@ -25,9 +25,9 @@ void empty_cache();
 /// Human-readable device name, e.g. "NVIDIA H100 80GB HBM3".
 std::string device_name(int device = 0);
 
-/// Queues this thread's work on `device` on `stream` (null: the legacy default stream) instead of the
-/// library stream, for the guard's scope: how a binding runs structgrad on its framework's stream (PyTorch's current stream).
-/// Needs an allocator that follows those streams first (use_external_allocator).
+/// Queues this thread's work on `device` on `stream` (null: the legacy default stream) instead of
+/// the library stream, for the guard's scope, as a binding runs on PyTorch's current stream. Needs
+/// use_external_allocator first; work on different streams must not overlap (docs/reliability.md).
 /// Example: `sg::cuda::StreamGuard guard(torch_stream, 0);`
 class StreamGuard {
  public:

@@ -169,8 +169,8 @@ class Tensor {
 };
 
 /// A tensor over memory that another library owns (a torch::Tensor's, a NumPy array's): contiguous,
-/// row-major, `shape` and `options`' dtype and device; no copy. `release` runs when the last tensor
-/// viewing it is gone; the memory must stay valid until then. Dense; make it structured with
+/// row-major, `shape` and `options`' dtype and device; no copy. `release` runs on the host when the
+/// last tensor viewing it is gone; device memory must also outlive the work already queued on it. Dense; make it structured with
 /// sg::as_upper / sg::as_symmetric. Example: `auto t = sg::from_blob(ptr, {n, n}, sg::kFloat64);`
 Tensor from_blob(void* data, const Shape& shape, TensorOptions options = {}, std::function<void()> release = {});
 

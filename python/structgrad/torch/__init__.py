@@ -39,10 +39,9 @@ _matmul = _ops.structured_matmul.default
 _gram = _ops.gram.default
 
 
-def _check_structure(name: str, value: str) -> None:
+def _check_structure(op: str, name: str, value: str) -> None:
     if value not in STRUCTURES:
-        raise ValueError(f"structured_matmul: unknown structure {value!r} for {name} "
-                         f"(expected one of {', '.join(STRUCTURES)})")
+        raise ValueError(f"{op}: unknown structure {value!r} for {name} (expected one of {', '.join(STRUCTURES)})")
 
 
 def structured_matmul(A: torch.Tensor, B: torch.Tensor, *, a: str = "dense", b: str = "dense") -> torch.Tensor:
@@ -51,8 +50,8 @@ def structured_matmul(A: torch.Tensor, B: torch.Tensor, *, a: str = "dense", b: 
     Two "upper" operands give an upper-triangular result (exact zeros below the diagonal); every
     other pair gives the full product. Example: ``C = structured_matmul(A, B, a="upper", b="upper")``.
     """
-    _check_structure("a", a)
-    _check_structure("b", b)
+    _check_structure("structured_matmul", "a", a)
+    _check_structure("structured_matmul", "b", b)
     return _matmul(A, B, a, b)
 
 
@@ -68,7 +67,7 @@ def sym_matmul(S: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
 
 def gram(A: torch.Tensor, *, a: str = "dense") -> torch.Tensor:
     """A @ A.T, computing one triangle and mirroring it. Example: ``K = gram(X)``."""
-    _check_structure("a", a)
+    _check_structure("gram", "a", a)
     return _gram(A, a)
 
 
