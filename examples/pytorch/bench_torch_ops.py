@@ -22,7 +22,10 @@ import structgrad.torch as sgt
 HERE = Path(__file__).resolve().parent
 
 
-def median_ms(fn, reps=30, warmup=5):
+def median_ms(fn, reps=30, warmup=5, synced=False):
+    """Median time of one call between CUDA events on torch's stream; with `synced`, from issue to
+    completion (a device-wide wait before the second event), as bench_matmul_out_cuda measures
+    the C++ call."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -31,22 +34,8 @@ def median_ms(fn, reps=30, warmup=5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def synced_call_ms(fn, reps=30):
-    """Issue to completion of one call, as bench_matmul_out_cuda measures the C++ call."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        torch.cuda.synchronize()
+        if synced:
+            torch.cuda.synchronize()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
@@ -119,14 +108,14 @@ def overhead_table(sizes=(1, 1024)):
         x = torch.randn(1, 1, device="cuda")
         for name, fn in (("torch.add (dispatcher floor)", lambda: torch.add(x, x)),
                          ("torch.ops.aten.add.Tensor", lambda: torch.ops.aten.add.Tensor(x, x))):
-            print(f"{name:<34} {1:>5} {host_us_per_call(fn):>13.2f} {synced_call_ms(fn):>17.4f}")
+            print(f"{name:<34} {1:>5} {host_us_per_call(fn):>13.2f} {median_ms(fn, synced=True):>17.4f}")
         for n in sizes:
             A = torch.randn(n, n, device="cuda")
             B = torch.randn(n, n, device="cuda")
             S = (A + A.T) / 2
             for name, fn in (("triu_matmul", lambda: sgt.triu_matmul(A, B)),
                              ("sym_matmul", lambda: sgt.sym_matmul(S, S))):
-                print(f"{name:<34} {n:>5} {host_us_per_call(fn):>13.2f} {synced_call_ms(fn):>17.4f}")
+                print(f"{name:<34} {n:>5} {host_us_per_call(fn):>13.2f} {median_ms(fn, synced=True):>17.4f}")
 
 
 def main():

@@ -318,12 +318,17 @@ TORCH_LIBRARY(structgrad, m) {
   m.def("built_with_cuda() -> bool", &built_with_cuda);
 }
 
-TORCH_LIBRARY_IMPL(structgrad, CPU, m) {
+namespace {
+/// The kernels are the same functions on both devices: they view memory and call structgrad.
+void register_kernels(torch::Library& m) {
   m.impl("structured_matmul", &structured_matmul);
   m.impl("structured_matmul_backward", &structured_matmul_backward);
   m.impl("gram", &gram);
   m.impl("gram_backward", &gram_backward);
 }
+}  // namespace
+
+TORCH_LIBRARY_IMPL(structgrad, CPU, m) { register_kernels(m); }
 
 TORCH_LIBRARY_IMPL(structgrad, Autograd, m) {
   m.impl("structured_matmul", &structured_matmul_autograd);
@@ -332,9 +337,4 @@ TORCH_LIBRARY_IMPL(structgrad, Autograd, m) {
   m.impl("gram_backward", &gram_backward_autograd);
 }
 
-TORCH_LIBRARY_IMPL(structgrad, CUDA, m) {
-  m.impl("structured_matmul", &structured_matmul);
-  m.impl("structured_matmul_backward", &structured_matmul_backward);
-  m.impl("gram", &gram);
-  m.impl("gram_backward", &gram_backward);
-}
+TORCH_LIBRARY_IMPL(structgrad, CUDA, m) { register_kernels(m); }

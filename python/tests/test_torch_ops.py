@@ -37,6 +37,16 @@ def reference(A, B, a, b):
     return torch.triu(C) if (a, b) == ("upper", "upper") else C
 
 
+def assert_projected_torch_gradients(A, B, W, a, b, tol):
+    """A.grad and B.grad (of sum(W ⊙ product)) against torch's gradients of the same function of
+    the matrices the operands stand for, projected onto each operand's structure."""
+    Ar = read_as(A.detach(), a).requires_grad_()
+    Br = read_as(B.detach(), b).requires_grad_()
+    (reference(Ar, Br, a="dense", b="dense") if (a, b) != ("upper", "upper") else torch.triu(Ar @ Br)).mul(W).sum().backward()
+    torch.testing.assert_close(A.grad, project(Ar.grad, a), rtol=tol, atol=tol)
+    torch.testing.assert_close(B.grad, project(Br.grad, b), rtol=tol, atol=tol)
+
+
 def garbage_like(n, device, dtype=torch.float64, seed=0):
     """A random matrix whose triangles disagree, so a read outside the structure shows."""
     g = torch.Generator().manual_seed(seed)
@@ -90,12 +100,7 @@ def test_gradients_are_torch_gradients_projected(device, a, b):
     B = garbage_like(n, device, seed=8).requires_grad_()
     W = garbage_like(n, device, seed=9)
     (st.structured_matmul(A, B, a=a, b=b) * W).sum().backward()
-    # torch's gradients of the same function of the matrices the operands stand for.
-    Ar = read_as(A.detach(), a).requires_grad_()
-    Br = read_as(B.detach(), b).requires_grad_()
-    (reference(Ar, Br, "dense", "dense") * W if (a, b) != ("upper", "upper") else torch.triu(Ar @ Br) * W).sum().backward()
-    torch.testing.assert_close(A.grad, project(Ar.grad, a), rtol=1e-11, atol=1e-11)
-    torch.testing.assert_close(B.grad, project(Br.grad, b), rtol=1e-11, atol=1e-11)
+    assert_projected_torch_gradients(A, B, W, a, b, tol=1e-11)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -262,11 +267,7 @@ def test_cuda_outputs_poisoned_before_the_kernels(a, b, n):
     W = garbage_like(n, "cuda", seed=18)
     poison_cache(n, "cuda")
     (st.structured_matmul(A, B, a=a, b=b) * W).sum().backward()
-    Ar = read_as(A.detach(), a).requires_grad_()
-    Br = read_as(B.detach(), b).requires_grad_()
-    (reference(Ar, Br, "dense", "dense") * W if (a, b) != ("upper", "upper") else torch.triu(Ar @ Br) * W).sum().backward()
-    torch.testing.assert_close(A.grad, project(Ar.grad, a), rtol=1e-9, atol=1e-9)
-    torch.testing.assert_close(B.grad, project(Br.grad, b), rtol=1e-9, atol=1e-9)
+    assert_projected_torch_gradients(A, B, W, a, b, tol=1e-9)
 
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device and a CUDA build of structgrad")
