@@ -1,5 +1,6 @@
 # Example programs run in small configurations; each exits non-zero when its final metric
-# misses its stated threshold. And a consumer project built against the installed package.
+# misses its stated threshold. And a consumer project built against a moved copy of the
+# installed package.
 if(SG_BUILD_EXAMPLES)
   add_test(NAME example_gaussian_precision
     COMMAND gaussian_precision --n 16 --samples 20000 --steps 200 --max-error 0.05 --quiet)
@@ -8,6 +9,12 @@ if(SG_BUILD_EXAMPLES)
   add_test(NAME example_kernelbench_triu COMMAND kernelbench_triu --n 192 --steps 2)
   add_test(NAME example_kernelbench_symmetric COMMAND kernelbench_symmetric --n 192 --steps 2)
 endif()
-add_test(NAME install_and_consume
+# The installed tree is moved before the consumer uses it (tests/consumer/run.cmake).
+set(SG_CONSUMER_HINTS)
+if(SG_WITH_NCCL)
+  set(SG_CONSUMER_HINTS -DNCCL_INCLUDE_DIR=${NCCL_INCLUDE_DIR} -DNCCL_LIBRARY=${NCCL_LIBRARY})
+endif()
+add_test(NAME consumer_of_moved_install
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
-          -DWORK_DIR=${PROJECT_BINARY_DIR}/consumer_test -P ${PROJECT_SOURCE_DIR}/tests/consumer/run.cmake)
+          -DWORK_DIR=${PROJECT_BINARY_DIR}/consumer_test "-DGENERATOR=${CMAKE_GENERATOR}"
+          ${SG_CONSUMER_HINTS} -P ${PROJECT_SOURCE_DIR}/tests/consumer/run.cmake)

@@ -1,13 +1,53 @@
-# Installs the build into WORK_DIR/prefix, then configures, builds and runs the consumer.
+# Installs the build, moves the installed tree elsewhere, then configures, builds and runs the
+# consumer against the moved copy: the package must name no path of the build machine.
+#   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DWORK_DIR=... [-DGENERATOR=...]
+#         [-DNCCL_INCLUDE_DIR=... -DNCCL_LIBRARY=...] -P run.cmake
+if(NOT GENERATOR)
+  set(GENERATOR Ninja)
+endif()
+set(installed ${WORK_DIR}/installed)   # where `cmake --install` puts it
+set(moved ${WORK_DIR}/moved/prefix)    # where the consumer finds it
 file(REMOVE_RECURSE ${WORK_DIR})
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix RESULT_VARIABLE rc)
+
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${installed} RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "install failed")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G Ninja
-                        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix RESULT_VARIABLE rc)
+
+# No package file may name the source tree, the build tree, the install prefix or any other
+# absolute path (a quoted or listed item that starts with '/').
+file(GLOB package_files ${installed}/*/cmake/structgrad/*.cmake)
+if(NOT package_files)
+  message(FATAL_ERROR "no package files under ${installed}/*/cmake/structgrad")
+endif()
+foreach(package_file ${package_files})
+  file(READ ${package_file} text)
+  foreach(dir ${SOURCE_DIR} ${BUILD_DIR} ${installed})
+    string(FIND "${text}" "${dir}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${package_file} names ${dir}")
+    endif()
+  endforeach()
+  string(REGEX MATCH "[\";]/[A-Za-z0-9_.+-][^\";]*" absolute "${text}")
+  if(absolute)
+    message(FATAL_ERROR "${package_file} names an absolute path: ${absolute}")
+  endif()
+endforeach()
+
+get_filename_component(moved_parent ${moved} DIRECTORY)
+file(MAKE_DIRECTORY ${moved_parent})
+file(RENAME ${installed} ${moved})
+
+set(consumer_args -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${moved})
+foreach(hint NCCL_INCLUDE_DIR NCCL_LIBRARY)
+  if(${hint})
+    list(APPEND consumer_args -D${hint}=${${hint}})
+  endif()
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build
+                        -G ${GENERATOR} ${consumer_args} RESULT_VARIABLE rc)
 if(rc)
-  message(FATAL_ERROR "configuring the consumer failed")
+  message(FATAL_ERROR "configuring the consumer against ${moved} failed")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc)
 if(rc)
