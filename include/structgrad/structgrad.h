@@ -23,6 +23,7 @@
 #include <structgrad/optim/optim.h>
 #include <structgrad/nn/progress.h>
 #include <structgrad/nn/module.h>
+#include <structgrad/nn/sequential.h>
 #include <structgrad/io/npy.h>
 #include <structgrad/io/checkpoint.h>
 #include <structgrad/distributed/distributed.h>

@@ -1,7 +1,8 @@
 // Parameter containers and layers, like torch::nn: a Module registers named parameters and
 // submodules; parameters() collects them recursively; to(device) moves them in place (every
-// handle stays valid). Layers: Linear (dense), UpperLinear (y = x·Uᵀ + b with U
-// UpperTriangular) and SymmetricBilinear (q = xᵀSx with S Symmetric).
+// handle stays valid). A Layer is a Module with one forward(x), which sg::nn::Sequential chains.
+// Layers: Linear (dense), UpperLinear (y = x·Uᵀ + b with U UpperTriangular) and
+// SymmetricBilinear (q = xᵀSx with S Symmetric).
 #pragma once
 
 #include <memory>
@@ -53,13 +54,21 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
+/// A Module with one input and one output, the unit sg::nn::Sequential chains.
+/// Example: `struct Scale : sg::nn::Layer { sg::Tensor forward(const sg::Tensor& x) const override { return 2.0 * x; } };`
+class Layer : public Module {
+ public:
+  /// The layer applied to `x`. Example: `auto y = layer->forward(x);`
+  virtual Tensor forward(const Tensor& x) const = 0;
+};
+
 /// y = x·Wᵀ + b, W [out, in] dense. Example: `auto layer = std::make_shared<sg::nn::Linear>(16, 8);`
-class Linear : public Module {
+class Linear : public Layer {
  public:
   /// W [out, in] and b [out], initialised uniformly in ±1/√in like PyTorch. Example: `sg::nn::Linear fc(16, 8);`
   Linear(int64_t in, int64_t out, bool bias = true, TensorOptions options = {});
   /// x [batch, in] → [batch, out]. Example: `auto y = fc.forward(x);`
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   /// @{
   /// The parameters W [out, in] and b [out] (b undefined without bias).
   Tensor weight, bias;
@@ -68,24 +77,24 @@ class Linear : public Module {
 
 /// y = x·Uᵀ + b with U UpperTriangular (n×n), initialised to the identity: the product runs
 /// the structured kernel and U.grad() stays upper. Example: `sg::nn::UpperLinear flow_layer(8);`
-class UpperLinear : public Module {
+class UpperLinear : public Layer {
  public:
   /// U = I (n×n) and b = 0. Example: `sg::nn::UpperLinear layer(8);`
   explicit UpperLinear(int64_t n, bool bias = true, TensorOptions options = {});
   /// x [batch, n] → x·Uᵀ + b. Example: `auto y = layer.forward(x);`
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   UpperTriangular weight;  ///< U, an UpperTriangular parameter
   Tensor bias;             ///< b [n] (undefined without bias)
 };
 
 /// q_b = x_bᵀ S x_b for each row x_b of x [batch, n], S Symmetric (n×n), initialised to 0.
 /// Example: `sg::nn::SymmetricBilinear q(8); auto y = q.forward(x);  // [batch]`
-class SymmetricBilinear : public Module {
+class SymmetricBilinear : public Layer {
  public:
   /// S = 0 (n×n). Example: `sg::nn::SymmetricBilinear q(8);`
   explicit SymmetricBilinear(int64_t n, TensorOptions options = {});
   /// x [batch, n] → [batch] with q_b = x_bᵀ S x_b. Example: `auto y = q.forward(x);`
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   Symmetric weight;  ///< S, a Symmetric parameter
 };
 
