@@ -76,6 +76,11 @@ void check_same_device_dtype(const char* op, const Tensor& a, const Tensor& b) {
            b.dtype());
 }
 
+void check_floating(const char* op, const Tensor& t) {
+  SG_CHECK(t.defined(), op, ": got an undefined tensor");
+  SG_CHECK(is_floating_point(t.dtype()), op, ": expected a floating-point tensor, got ", t.dtype());
+}
+
 }  // namespace detail
 
 TensorImpl& Tensor::impl() const {
@@ -132,17 +137,19 @@ std::vector<T> Tensor::to_vector_as() const {
   std::vector<T> out(static_cast<size_t>(n));
   if (n == 0) return out;
   const Tensor host = device().is_cpu() ? *this : detail::tensor_methods("to_vector").copy_to(*this, kCPU, dtype());
-  if (host.dtype() == DType::Float32) {
-    const float* p = static_cast<const float*>(host.data_ptr());
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(p[i]);
-  } else {
-    const double* p = static_cast<const double*>(host.data_ptr());
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(p[i]);
+  auto convert = [&](const auto* p) {
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<T>(p[i]);
+  };
+  switch (host.dtype()) {
+    case DType::Float32: convert(static_cast<const float*>(host.data_ptr())); break;
+    case DType::Float64: convert(static_cast<const double*>(host.data_ptr())); break;
+    case DType::Int64: convert(static_cast<const int64_t*>(host.data_ptr())); break;
   }
   return out;
 }
 template std::vector<float> Tensor::to_vector_as<float>() const;
 template std::vector<double> Tensor::to_vector_as<double>() const;
+template std::vector<int64_t> Tensor::to_vector_as<int64_t>() const;
 
 std::vector<double> Tensor::to_vector() const { return to_vector_as<double>(); }
 
@@ -181,6 +188,8 @@ bool Tensor::requires_grad() const { return impl().requires_grad || impl().grad_
 
 Tensor& Tensor::requires_grad_(bool on) {
   SG_CHECK(defined(), "requires_grad_: the tensor is undefined");
+  SG_CHECK(!on || is_floating_point(dtype()), "requires_grad_: only floating-point tensors can require gradients, got ",
+           dtype());
   SG_CHECK(is_leaf(), "requires_grad_: can only be set on a leaf tensor (this one was produced by '",
            detail::tensor_methods("requires_grad_").producer_name(*this), "'); use detach() first");
   impl().requires_grad = on;
@@ -237,28 +246,42 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
       << ", structure=" << t.structure();
   if (t.requires_grad()) out << ", requires_grad";
   out << ")";
-  const std::vector<double> v = t.to_vector();
-  const int64_t rows = t.dim() == 2 ? t.size(0) : 1;
-  const int64_t cols = t.dim() == 2 ? t.size(1) : t.numel();
+  const bool integers = t.dtype() == DType::Int64;
+  const std::vector<double> v = integers ? std::vector<double>() : t.to_vector();
+  const std::vector<int64_t> iv = integers ? t.to_vector_as<int64_t>() : std::vector<int64_t>();
+  if (t.dim() == 0) return integers ? out << "\n" << iv[0] : out << "\n" << std::setprecision(5) << v[0];
+  // Rank 1 prints one row; rank ≥ 2 prints rows of the last dimension, the others flattened.
+  const int64_t cols = t.size(-1);
+  const int64_t rows = t.dim() == 1 ? 1 : (cols ? t.numel() / cols : shape_numel({t.shape().begin(), t.shape().end() - 1}));
   const int64_t show = 6;
-  auto fmt = std::setw(11);
-  out << "\n[";
-  for (int64_t r = 0; r < rows; ++r) {
-    if (rows > show && r == show / 2) {
-      out << (r ? "\n " : "") << " ...";
-      r = rows - show / 2 - 1;
-      continue;
-    }
-    out << (r ? "\n [" : "[");
+  auto print_row = [&](int64_t r) {
+    out << "[";
     for (int64_t c = 0; c < cols; ++c) {
       if (cols > show && c == show / 2) {
         out << "  ...";
         c = cols - show / 2 - 1;
         continue;
       }
-      out << fmt << std::setprecision(5) << v[static_cast<size_t>(r * cols + c)];
+      const size_t i = static_cast<size_t>(r * cols + c);
+      if (integers) out << std::setw(11) << iv[i];
+      else out << std::setw(11) << std::setprecision(5) << v[i];
     }
     out << "]";
+  };
+  out << "\n";
+  if (t.dim() == 1) {
+    print_row(0);
+    return out;
+  }
+  out << "[";
+  for (int64_t r = 0; r < rows; ++r) {
+    if (rows > show && r == show / 2) {
+      out << (r ? "\n " : "") << " ...";
+      r = rows - show / 2 - 1;
+      continue;
+    }
+    if (r) out << "\n ";
+    print_row(r);
   }
   return out << "]";
 }

@@ -7,7 +7,16 @@ namespace sg {
 
 size_t element_size(DType dtype) { return dtype == DType::Float32 ? 4 : 8; }
 
-const char* dtype_name(DType dtype) { return dtype == DType::Float32 ? "float32" : "float64"; }
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int64: return "int64";
+  }
+  return "?";
+}
+
+bool is_floating_point(DType dtype) { return dtype != DType::Int64; }
 
 Device::Device(const std::string& spec) {
   if (spec == "cpu") {

@@ -22,6 +22,7 @@
 #include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
 #include "cuda/check.h"
+#include "cuda/kernel_util.cuh"
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
 #include "ops/functors.h"
@@ -31,66 +32,10 @@ namespace sg::detail::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;     // threads per block of the 1-D kernels
 constexpr int kTile = 32;         // transpose / symmetrize tile edge
 constexpr int kTileRows = 8;      // a tile block is kTile × kTileRows threads
 constexpr int kSumThreads = 256;  // block of the one-block-per-output sum
 constexpr int kWarp = 32;
-
-// ---- launch helpers -------------------------------------------------------------------
-
-/// Blocks for a grid-stride loop over n items: enough to fill the device, no more.
-unsigned int grid_for(int device, int64_t n) {
-  const int64_t wanted = (n + kThreads - 1) / kThreads;
-  const int64_t cap = int64_t{sm_count(device)} * 32;
-  return static_cast<unsigned int>(std::max<int64_t>(1, std::min(wanted, cap)));
-}
-
-/// Runs f(i) for every i in [0, n), grid-stride.
-template <typename IndexFunction>
-__global__ void for_each_index_kernel(int64_t n, IndexFunction f) {
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
-}
-
-template <typename IndexFunction>
-void launch_for_each(const char* kernel_name, int device, int64_t n, const IndexFunction& f) {
-  if (n <= 0) return;
-  for_each_index_kernel<<<grid_for(device, n), kThreads, 0, stream(device)>>>(n, f);
-  SG_CUDA_CHECK_LAUNCH(kernel_name);
-}
-
-/// Runs a Thrust algorithm, turning its exceptions into sg::Error, then checks the launch.
-template <typename ThrustCall>
-void run_thrust(const char* op, ThrustCall&& call) {
-  try {
-    call();
-  } catch (const std::exception& e) {
-    SG_FAIL("cuda ", op, ": Thrust call failed: ", e.what());
-  }
-  SG_CUDA_CHECK_LAUNCH(op);
-}
-
-auto on_stream(int device) { return thrust::cuda::par_nosync.on(stream(device)); }
-
-/// Calls fn(T{}) with T = float or double according to `dtype`.
-template <typename Fn>
-void dispatch_dtype(DType dtype, Fn&& fn) {
-  if (dtype == DType::Float32) {
-    fn(float{});
-  } else {
-    fn(double{});
-  }
-}
-
-template <typename T>
-T* data_of(Tensor& t) {
-  return static_cast<T*>(t.data_ptr());
-}
-template <typename T>
-const T* data_of(const Tensor& t) {
-  return static_cast<const T*>(t.data_ptr());
-}
 
 /// Rows and columns of a matrix argument; `op` names the caller.
 void matrix_dims(const char* op, const Tensor& x, int64_t* rows, int64_t* cols) {
@@ -115,18 +60,18 @@ struct BinaryMap {
   __host__ __device__ T operator()(T a, T b) const { return apply_binary<T>(op, a, b, alpha); }
 };
 
-/// Output element i = (r, c) of a [rows, cols] broadcast reads a[r·a_rs + c·a_cs], b[r·b_rs + c·b_cs].
+/// Output element i of a broadcast reads a and b at the offsets the Broadcast gives it.
 template <typename T>
 struct BroadcastBinaryMap {
   BinaryOp op;
   T alpha;
   const T* a;
   const T* b;
-  int64_t cols, a_rs, a_cs, b_rs, b_cs;
+  Broadcast bc;
   __host__ __device__ T operator()(int64_t i) const {
-    const int64_t r = i / cols;
-    const int64_t c = i - r * cols;
-    return apply_binary<T>(op, a[r * a_rs + c * a_cs], b[r * b_rs + c * b_cs], alpha);
+    int64_t ao = 0, bo = 0;
+    broadcast_offsets(bc, i, ao, bo);
+    return apply_binary<T>(op, a[ao], b[bo], alpha);
   }
 };
 
@@ -407,7 +352,7 @@ void CudaBackend::fill(Tensor& out, double value) {
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceGuard guard(device_);
-  dispatch_dtype(out.dtype(), [&](auto tag) {
+  dispatch_any(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     run_thrust("fill", [&] { thrust::fill_n(on_stream(device_), data_of<T>(out), n, static_cast<T>(value)); });
   });
@@ -427,17 +372,16 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
                                   stream(device_)));
     return;
   }
-  if (src.dtype() == DType::Float32) {
-    const float* from = data_of<float>(src);
-    run_thrust("copy", [&] {
-      thrust::transform(on_stream(device_), from, from + n, data_of<double>(dst), ConvertMap<float, double>{});
+  dispatch_any(src.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_any(dst.dtype(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* from = data_of<From>(src);
+      run_thrust("copy", [&] {
+        thrust::transform(on_stream(device_), from, from + n, data_of<To>(dst), ConvertMap<From, To>{});
+      });
     });
-  } else {
-    const double* from = data_of<double>(src);
-    run_thrust("copy", [&] {
-      thrust::transform(on_stream(device_), from, from + n, data_of<float>(dst), ConvertMap<double, float>{});
-    });
-  }
+  });
 }
 
 void CudaBackend::copy_from_host(const void* host, Tensor& dst) {
@@ -446,6 +390,7 @@ void CudaBackend::copy_from_host(const void* host, Tensor& dst) {
   DeviceGuard guard(device_);
   // From pageable memory the call returns once the bytes are staged, so `host` may be freed.
   SG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), host, dst.nbytes(), cudaMemcpyHostToDevice, stream(device_)));
+  count_transfer(device_, TransferDirection::HostToDevice, dst.nbytes());
 }
 
 void CudaBackend::copy_to_host(const Tensor& src, void* host) {
@@ -454,6 +399,7 @@ void CudaBackend::copy_to_host(const Tensor& src, void* host) {
   DeviceGuard guard(device_);
   const cudaStream_t s = stream(device_);
   SG_CUDA_CHECK(cudaMemcpyAsync(host, src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToHost, s));
+  count_transfer(device_, TransferDirection::DeviceToHost, src.nbytes());
   SG_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
@@ -474,7 +420,7 @@ void CudaBackend::unary(UnaryOp op, const Tensor& x, Tensor& out, double alpha) 
   });
 }
 
-void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast2D& bc,
+void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast& bc,
                          double alpha) {
   expect_on_device("binary", a);
   expect_on_device("binary", b);
@@ -496,9 +442,10 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
         thrust::transform(on_stream(device_), pa, pa + n, pb, po, BinaryMap<T>{op, static_cast<T>(alpha)});
       });
     } else {
-      SG_CHECK(bc.rows * bc.cols == n, "cuda binary: broadcast [", bc.rows, ", ", bc.cols,
-               "] does not cover the output ", out.shape());
-      const BroadcastBinaryMap<T> map{op, static_cast<T>(alpha), pa, pb, bc.cols, bc.a_rs, bc.a_cs, bc.b_rs, bc.b_cs};
+      int64_t covered = 1;
+      for (int d = 0; d < bc.dims; ++d) covered *= bc.size[d];
+      SG_CHECK(covered == n, "cuda binary: the broadcast covers ", covered, " elements, the output ", out.shape());
+      const BroadcastBinaryMap<T> map{op, static_cast<T>(alpha), pa, pb, bc};
       run_thrust("binary", [&] {
         thrust::transform(on_stream(device_), thrust::counting_iterator<int64_t>(0),
                           thrust::counting_iterator<int64_t>(n), po, map);
@@ -672,6 +619,7 @@ int64_t CudaBackend::find_structure_violation(const Tensor& x, Structure s) {
   });
   unsigned long long result = 0;
   SG_CUDA_CHECK(cudaMemcpyAsync(&result, first_bad_ptr, sizeof(result), cudaMemcpyDeviceToHost, st));
+  count_transfer(device_, TransferDirection::DeviceToHost, sizeof(result));
   SG_CUDA_CHECK(cudaStreamSynchronize(st));
   return result == ~0ull ? -1 : static_cast<int64_t>(result);
 }

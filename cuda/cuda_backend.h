@@ -10,6 +10,8 @@ namespace cuda {
 
 /// Thrust for elementwise maps, own kernels for reductions, layout and structure ops,
 /// cuBLAS for Dense·Dense products, the structured GEMM (cuda/structured_gemm.h) otherwise.
+/// cuda_backend.cu holds most of it; select_kernels.cu the comparisons, arg reductions, gathers,
+/// scatters and random integers.
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device);
@@ -20,9 +22,16 @@ class CudaBackend final : public Backend {
   void copy_to_host(const Tensor& src, void* host) override;
 
   void unary(UnaryOp op, const Tensor& x, Tensor& out, double alpha) override;
-  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast2D& bc,
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast& bc,
               double alpha) override;
+  void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast& bc) override;
   void sum(const Tensor& x, Tensor& out, int64_t outer, int64_t reduce, int64_t inner) override;
+  void arg_reduce(ArgReduce kind, const Tensor& x, Tensor& values, Tensor& indices, int64_t outer, int64_t reduce,
+                  int64_t inner) override;
+
+  void gather(const Tensor& x, Tensor& out, const IndexMap& m) override;
+  void scatter(const Tensor& src, Tensor& out, const IndexMap& m, bool accumulate) override;
+  int64_t find_bad_index(const Tensor& index, int64_t extent) override;
 
   void transpose(const Tensor& x, Tensor& out) override;
   void triu(const Tensor& x, Tensor& out, int64_t diagonal) override;
@@ -32,6 +41,8 @@ class CudaBackend final : public Backend {
   int64_t find_structure_violation(const Tensor& x, Structure s) override;
 
   void random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) override;
+  void random_integers(Tensor& out, int64_t low, uint64_t span, uint64_t seed, uint64_t offset) override;
+  void random_permutation(Tensor& out, uint64_t seed, uint64_t offset) override;
 
   bool gemm(const GemmProblem& p, DType dtype) override;
   bool writes_transposed_a(const GemmProblem& p, DType dtype) override;
@@ -43,6 +54,8 @@ class CudaBackend final : public Backend {
  private:
   /// Throws unless `t` is defined and lives on this backend's device; `op` names the caller.
   void expect_on_device(const char* op, const Tensor& t) const;
+  /// Throws unless `index` is an int64 tensor on this device; `op` names the caller.
+  void expect_index(const char* op, const Tensor& index) const;
 
   int device_;
 };

@@ -162,6 +162,27 @@ cublasHandle_t cublas_handle(int device) {
   return handle;
 }
 
+namespace {
+struct TransferCounters {
+  std::atomic<uint64_t> host_to_device{0}, device_to_host{0}, bytes_host_to_device{0}, bytes_device_to_host{0};
+};
+TransferCounters& transfer_counters(int device) {
+  static auto* counters = new std::array<TransferCounters, kMaxDevices>();
+  return (*counters)[static_cast<size_t>(device)];
+}
+}  // namespace
+
+void count_transfer(int device, TransferDirection direction, size_t bytes) {
+  TransferCounters& c = transfer_counters(device);
+  if (direction == TransferDirection::HostToDevice) {
+    c.host_to_device.fetch_add(1, std::memory_order_relaxed);
+    c.bytes_host_to_device.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    c.device_to_host.fetch_add(1, std::memory_order_relaxed);
+    c.bytes_device_to_host.fetch_add(bytes, std::memory_order_relaxed);
+  }
+}
+
 int sm_count(int device) {
   check_device(device);
   static auto* counts = new std::array<std::atomic<int>, kMaxDevices>();  // 0 = not asked yet
@@ -229,6 +250,17 @@ void synchronize(int device) {
 AllocatorStats allocator_stats(int device) {
   detail::cuda::check_device(device);
   return detail::cuda::allocator_stats_of(device);
+}
+
+TransferStats transfer_stats(int device) {
+  detail::cuda::check_device(device);
+  auto& c = detail::cuda::transfer_counters(device);
+  TransferStats stats;
+  stats.host_to_device = c.host_to_device.load(std::memory_order_relaxed);
+  stats.device_to_host = c.device_to_host.load(std::memory_order_relaxed);
+  stats.bytes_host_to_device = c.bytes_host_to_device.load(std::memory_order_relaxed);
+  stats.bytes_device_to_host = c.bytes_device_to_host.load(std::memory_order_relaxed);
+  return stats;
 }
 
 void empty_cache() {

@@ -19,6 +19,10 @@ cublasHandle_t cublas_handle(int device);
 int sm_count(int device);
 /// Compute capability of `device` as major·10 + minor (90 for Hopper).
 int compute_capability(int device);
+/// Which way a copy between host memory and a device goes (transfer_stats()).
+enum class TransferDirection { HostToDevice, DeviceToHost };
+/// Counts one copy of `bytes` between host memory and `device` (sg::cuda::transfer_stats()).
+void count_transfer(int device, TransferDirection direction, size_t bytes);
 /// Throws sg::Error unless `device` exists ("cuda:3 is not available: 1 CUDA device(s) found").
 void check_device(int device);
 

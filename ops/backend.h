@@ -32,9 +32,12 @@ enum class UnaryOp : uint8_t {
   RSubScalar,  //   alpha − x
   RDivScalar,  //   alpha / x
   PowScalar,   //   x^alpha
+  ClampMin,    //   max(x, alpha), NaN propagates
+  ClampMax,    //   min(x, alpha), NaN propagates
+  FiniteOrZero,  //   x, or 0 where x is ±inf
 };
 
-/// Elementwise z = f(a, b; alpha) with 2-D broadcasting. The *Grad ops are the fused
+/// Elementwise z = f(a, b; alpha) with broadcasting. The *Grad ops are the fused
 /// backward of the unary ops: a is the upstream gradient g, b is the forward input x
 /// (or the forward output y where noted).
 enum class BinaryOp : uint8_t {
@@ -53,18 +56,48 @@ enum class BinaryOp : uint8_t {
   PowGrad,        // g · alpha · x^(alpha−1)
   SquaredDiff,    // (a − b)²
   First,          // a (with b's shape broadcast: a broadcasting copy)
+  Maximum,        // max(a, b), NaN propagates
+  Minimum,        // min(a, b), NaN propagates
+  KeepWhere,      // b != 0 ? a : 0 (exactly 0, whatever a is)
+  KeepWhereNot,   // b == 0 ? a : 0
+  ClampMinGrad,   // x >= alpha ? g : 0
+  ClampMaxGrad,   // x <= alpha ? g : 0
 };
 
-/// How a and b map onto the output, viewed as a [rows, cols] matrix: element (r, c) of the
-/// output reads a[r·a_rs + c·a_cs] and b[r·b_rs + c·b_cs]. `same` is true when a, b and the
-/// output have one shape (strides 1 along the flat index, the fast path).
-struct Broadcast2D {
-  int64_t rows = 0, cols = 0;
-  int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;
+/// Comparisons: out = (a op b) ? 1 : 0, written in the output's floating dtype.
+enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
+
+/// The most dimensions a broadcast keeps after merging neighbours that broadcast alike.
+constexpr int kMaxBroadcastDims = 8;
+
+/// How a and b map onto the output: the output's dimensions (merged where a and b broadcast
+/// alike) and each operand's element stride along them, 0 where it is broadcast. Output element
+/// (i₀, …, i_{dims−1}) reads a[Σ iₖ·a_stride[k]] and b[Σ iₖ·b_stride[k]]. `same` is true when a,
+/// b and the output have one shape (the flat fast path).
+struct Broadcast {
+  int dims = 0;
+  int64_t size[kMaxBroadcastDims] = {};
+  int64_t a_stride[kMaxBroadcastDims] = {};
+  int64_t b_stride[kMaxBroadcastDims] = {};
   bool same = false;
 };
 
+/// The index map of the gather and scatter kernels. Both tensors are viewed as [outer, extent,
+/// inner] around the indexed dimension: the wide one (gather's source, scatter's destination) has
+/// `extent` there, the compact one `count`. Compact position j maps to wide position
+/// k = index[j] (a 1-D int64 index of `count` entries), k = index[o][j][i] (`per_element`: an
+/// int64 index of the compact tensor's shape), or k = start + j·step without an index.
+struct IndexMap {
+  int64_t outer = 1, extent = 0, count = 0, inner = 1;
+  const Tensor* index = nullptr;
+  bool per_element = false;
+  int64_t start = 0, step = 1;
+};
+
 enum class RandomKind : uint8_t { Uniform, Normal };
+
+/// What arg_reduce finds along the reduced dimension: the largest or the smallest value.
+enum class ArgReduce : uint8_t { Max, Min };
 
 /// Hyper-parameters of the fused optimizer updates (autograd/optim.h fills them).
 struct SgdParams {
@@ -91,9 +124,23 @@ class Backend {
 
   virtual void unary(UnaryOp op, const Tensor& x, Tensor& out, double alpha) = 0;
   virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out,
-                      const Broadcast2D& bc, double alpha) = 0;
+                      const Broadcast& bc, double alpha) = 0;
+  /// out = (a op b) ? 1 : 0 with broadcasting; a and b share a dtype (int64 too), out is floating.
+  virtual void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast& bc) = 0;
   /// out[o·inner + i] = Σ_r x[(o·reduce + r)·inner + i]; deterministic order.
   virtual void sum(const Tensor& x, Tensor& out, int64_t outer, int64_t reduce, int64_t inner) = 0;
+  /// For x viewed as [outer, reduce, inner] (reduce ≥ 1): indices[o·inner + i] = the first r with the
+  /// largest (or smallest) x[o][r][i], a NaN counting as larger and smaller than every number;
+  /// values (when defined) = that element.
+  virtual void arg_reduce(ArgReduce kind, const Tensor& x, Tensor& values, Tensor& indices, int64_t outer,
+                          int64_t reduce, int64_t inner) = 0;
+
+  /// out[o][j][i] = x[o][k][i] with k from `m` (see IndexMap); any dtype, indices already checked.
+  virtual void gather(const Tensor& x, Tensor& out, const IndexMap& m) = 0;
+  /// out[o][k][i] = src[o][j][i], or += with `accumulate` (atomically where indices repeat).
+  virtual void scatter(const Tensor& src, Tensor& out, const IndexMap& m, bool accumulate) = 0;
+  /// The first position i with index[i] outside [0, extent), or −1. Synchronises.
+  virtual int64_t find_bad_index(const Tensor& index, int64_t extent) = 0;
 
   /// out = xᵀ for x of shape [r, c].
   virtual void transpose(const Tensor& x, Tensor& out) = 0;
@@ -112,6 +159,11 @@ class Backend {
   /// Counter-based random numbers: element i uses counter offset + i under `seed`, so the
   /// same seed gives the same numbers on every device.
   virtual void random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t offset) = 0;
+  /// int64 out[i] = low + an integer uniform in [0, span), counter offset + i under `seed`.
+  virtual void random_integers(Tensor& out, int64_t low, uint64_t span, uint64_t seed, uint64_t offset) = 0;
+  /// int64 out = a uniformly random permutation of 0 … n−1: i sorted by the random key of counter
+  /// offset + i (ties by i), so every device gives the same permutation.
+  virtual void random_permutation(Tensor& out, uint64_t seed, uint64_t offset) = 0;
 
   /// C = alpha·op(A)·op(B) with the descriptors of `p` (see gemm_desc.h). Dense·Dense with a
   /// Full mask may use the vendor GEMM; every structured case uses the structured kernel. Returns

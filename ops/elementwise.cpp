@@ -3,6 +3,8 @@
 // backwards sum the gradient back down to each input's shape.
 #include <structgrad/ops/elementwise.h>
 
+#include <structgrad/ops/compare.h>
+
 #include <cmath>
 
 #include <structgrad/autograd/node.h>
@@ -25,6 +27,9 @@ static bool maps_zero_to_zero(UnaryOp op, double alpha) {
     case UnaryOp::MulScalar: return true;
     case UnaryOp::DivScalar: return alpha != 0;
     case UnaryOp::PowScalar: return alpha > 0;
+    case UnaryOp::ClampMin: return alpha <= 0;
+    case UnaryOp::ClampMax: return alpha >= 0;
+    case UnaryOp::FiniteOrZero: return true;
     default: return false;
   }
 }
@@ -36,67 +41,89 @@ Structure unary_structure(int op, double alpha, Structure in) {
   return Structure::Dense;
 }
 
-/// Shape and index map of a broadcast binary op; throws naming `op` when incompatible.
-static Broadcast2D broadcast(const char* op, const Tensor& a, const Tensor& b, Shape& out_shape) {
-  Broadcast2D bc;
-  if (a.shape() == b.shape()) {
-    out_shape = a.shape();
-    bc.rows = 1;
-    bc.cols = a.numel();
-    bc.a_cs = bc.b_cs = 1;
-    bc.same = true;
-    return bc;
+Broadcast make_broadcast(const char* op, const Shape& a, const Shape& b, Shape& out_shape) {
+  Broadcast bc;
+  const size_t rank = std::max(a.size(), b.size());
+  // Align the shapes on their last dimension; a missing leading dimension is a 1.
+  auto aligned = [rank](const Shape& s, size_t d) { return d < rank - s.size() ? int64_t{1} : s[d - (rank - s.size())]; };
+  out_shape.assign(rank, 1);
+  std::vector<int64_t> a_stride(rank), b_stride(rank);
+  int64_t a_next = 1, b_next = 1;
+  for (size_t k = rank; k-- > 0;) {
+    const int64_t as = aligned(a, k), bs = aligned(b, k);
+    SG_CHECK(as == bs || as == 1 || bs == 1, op, ": shapes ", a, " and ", b, " cannot be broadcast");
+    out_shape[k] = as == 1 ? bs : as;  // a 1 stretches to the other size, 0 included
+    a_stride[k] = as == 1 ? 0 : a_next;
+    b_stride[k] = bs == 1 ? 0 : b_next;
+    a_next *= as;
+    b_next *= bs;
   }
-  if (b.numel() == 1 && b.dim() <= a.dim()) {
-    out_shape = a.shape();
-    bc.rows = a.numel();
-    bc.cols = 1;
-    bc.a_rs = 1;
-    return bc;
+  bc.same = a == b;
+  // Merge neighbours that both operands step through alike; drop dimensions of size 1.
+  for (size_t k = 0; k < rank; ++k) {
+    if (out_shape[k] == 1) continue;
+    if (bc.dims > 0) {
+      const int d = bc.dims - 1;
+      if (bc.a_stride[d] == a_stride[k] * out_shape[k] && bc.b_stride[d] == b_stride[k] * out_shape[k]) {
+        bc.size[d] *= out_shape[k];
+        bc.a_stride[d] = a_stride[k];
+        bc.b_stride[d] = b_stride[k];
+        continue;
+      }
+    }
+    SG_CHECK(bc.dims < kMaxBroadcastDims, op, ": broadcasting shapes ", a, " and ", b, " needs more than ",
+             kMaxBroadcastDims, " dimensions");
+    bc.size[bc.dims] = out_shape[k];
+    bc.a_stride[bc.dims] = a_stride[k];
+    bc.b_stride[bc.dims] = b_stride[k];
+    ++bc.dims;
   }
-  if (a.numel() == 1 && a.dim() <= b.dim()) {
-    out_shape = b.shape();
-    bc.rows = b.numel();
-    bc.cols = 1;
-    bc.b_rs = 1;
-    return bc;
+  if (bc.dims == 0) {  // one element
+    bc.dims = 1;
+    bc.size[0] = 1;
   }
-  SG_CHECK(a.dim() <= 2 && b.dim() <= 2, op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be broadcast");
-  auto as2 = [](const Tensor& t) -> std::pair<int64_t, int64_t> {
-    if (t.dim() == 2) return {t.size(0), t.size(1)};
-    if (t.dim() == 1) return {1, t.size(0)};
-    return {1, 1};
-  };
-  const auto [ar, ac] = as2(a);
-  const auto [br, bcols] = as2(b);
-  SG_CHECK((ar == br || ar == 1 || br == 1) && (ac == bcols || ac == 1 || bcols == 1), op, ": shapes ",
-           a.shape(), " and ", b.shape(), " cannot be broadcast");
-  // A dimension of 1 stretches to the other (also to 0: [0, 3] + [1, 3] is [0, 3]).
-  bc.rows = ar == 1 ? br : ar;
-  bc.cols = ac == 1 ? bcols : ac;
-  bc.a_rs = ar == 1 ? 0 : ac;
-  bc.a_cs = ac == 1 ? 0 : 1;
-  bc.b_rs = br == 1 ? 0 : bcols;
-  bc.b_cs = bcols == 1 ? 0 : 1;
-  if (std::max(a.dim(), b.dim()) == 2) out_shape = {bc.rows, bc.cols};
-  else out_shape = {bc.cols};
   return bc;
 }
 
-static Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, bool same_shape) {
-  const Structure sa = a.structure(), sb = b.structure();
-  const bool b_scalar = b.numel() == 1 && !same_shape;
-  if (op == BinaryOp::Mul) {
-    if (same_shape && (sa == Structure::UpperTriangular || sb == Structure::UpperTriangular))
-      return Structure::UpperTriangular;
-    if (b_scalar) return sa;  // a scalar keeps Upper (0·c = 0) and Symmetric
+/// True for a one-element operand of rank ≤ 2: 0-d, [1] or [1, 1].
+static bool is_scalar_like(const Tensor& t) { return t.numel() == 1 && t.dim() <= 2; }
+/// True for a row [n] or [1, n], or a column [n, 1], that scales an n×n matrix along one side.
+static bool is_vector_like(const Tensor& t, int64_t n) {
+  if (t.dim() == 1) return t.size(0) == n || t.size(0) == 1;
+  return t.dim() == 2 && ((t.size(0) == 1 && (t.size(1) == n || t.size(1) == 1)) || (t.size(1) == 1 && t.size(0) == n));
+}
+
+/// The output structure of a broadcast binary op (DESIGN §1), the same in either order. A
+/// structured operand passes its structure on only when the output has its shape.
+///  * mul: Upper ⊙ anything is Upper (zeros stay zero); Sym ⊙ Sym and Sym ⊙ scalar are Symmetric.
+///  * div: Upper / (a scalar, row or column) is Upper; Sym / Sym, Sym / scalar and scalar / Sym
+///    are Symmetric.
+///  * add, sub: a shared structure is kept; Sym ± scalar is Symmetric.
+/// Everything else, a row or column against a Symmetric matrix included, is Dense.
+Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) {
+  const Structure sa = a.shape() == out_shape ? a.structure() : Structure::Dense;
+  const Structure sb = b.shape() == out_shape ? b.structure() : Structure::Dense;
+  const int64_t n = out_shape.size() == 2 ? out_shape[0] : -1;
+  auto upper = [](Structure s) { return s == Structure::UpperTriangular; };
+  auto symmetric = [](Structure s) { return s == Structure::Symmetric; };
+  switch (op) {
+    case BinaryOp::Mul:
+      if (upper(sa) || upper(sb)) return Structure::UpperTriangular;
+      if ((symmetric(sa) && (symmetric(sb) || is_scalar_like(b))) || (symmetric(sb) && is_scalar_like(a)))
+        return Structure::Symmetric;
+      return Structure::Dense;
+    case BinaryOp::Div:
+      if (upper(sa) && (is_scalar_like(b) || is_vector_like(b, n))) return Structure::UpperTriangular;
+      if ((symmetric(sa) && (symmetric(sb) || is_scalar_like(b))) || (symmetric(sb) && is_scalar_like(a)))
+        return Structure::Symmetric;
+      return Structure::Dense;
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      if (sa == sb && sa != Structure::Dense) return sa;
+      if ((symmetric(sa) && is_scalar_like(b)) || (symmetric(sb) && is_scalar_like(a))) return Structure::Symmetric;
+      return Structure::Dense;
+    default: return Structure::Dense;
   }
-  if (op == BinaryOp::Div && b_scalar && sa == Structure::Symmetric) return sa;
-  if (same_shape && sa == sb && sa != Structure::Dense) {
-    if (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul) return sa;
-    if (op == BinaryOp::Div && sa == Structure::Symmetric) return sa;
-  }
-  return Structure::Dense;
 }
 
 /// An UpperTriangular result whose kernel may have written non-zeros below the diagonal
@@ -121,7 +148,7 @@ Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& 
                   Structure structure) {
   check_same_device_dtype(name, a, b);
   Shape out_shape;
-  const Broadcast2D bc = broadcast(name, a, b, out_shape);
+  const Broadcast bc = make_broadcast(name, a.shape(), b.shape(), out_shape);
   Tensor out = make_tensor(out_shape, a.dtype(), a.device(), structure);
   if (out.numel() > 0) backend_of(a).binary(op, a, b, out, bc, alpha);
   // Every binary op maps (0, 0) to 0 for finite alpha, so two upper operands give an upper result.
@@ -150,7 +177,7 @@ static Tensor fused_grad(BinaryOp op, const Tensor& g, const Tensor& x, double a
 namespace {
 
 Tensor unary_op(const char* name, UnaryOp op, const Tensor& x, double alpha = 0) {
-  detail::check_defined(name, x);
+  detail::check_floating(name, x);
   Tensor out = detail::unary_raw(op, x, alpha);
   if (!autograd::needs_record({x})) return out;
 
@@ -185,6 +212,9 @@ Tensor unary_op(const char* name, UnaryOp op, const Tensor& x, double alpha = 0)
         break;
       }
       case UnaryOp::PowScalar: dx = fused_grad(BinaryOp::PowGrad, g, s, alpha); break;
+      case UnaryOp::ClampMin: dx = fused_grad(BinaryOp::ClampMinGrad, g, s, alpha); break;
+      case UnaryOp::ClampMax: dx = fused_grad(BinaryOp::ClampMaxGrad, g, s, alpha); break;
+      case UnaryOp::FiniteOrZero: SG_FAIL("backward: FiniteOrZero is not recorded");
     }
     return std::vector<Tensor>{dx};
   });
@@ -193,9 +223,10 @@ Tensor unary_op(const char* name, UnaryOp op, const Tensor& x, double alpha = 0)
 
 Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
   detail::check_same_device_dtype(name, a, b);
+  detail::check_floating(name, a);
   Shape out_shape;
-  const bool same = a.shape() == b.shape();
-  Tensor out = detail::binary_raw(name, op, a, b, 0, detail::binary_structure(op, a, b, same));
+  detail::make_broadcast(name, a.shape(), b.shape(), out_shape);
+  Tensor out = detail::binary_raw(name, op, a, b, 0, detail::binary_structure(op, a, b, out_shape));
   if (!autograd::needs_record({a, b})) return out;
 
   const bool need_values = op == BinaryOp::Mul || op == BinaryOp::Div;
@@ -255,6 +286,13 @@ Tensor leaky_relu(const Tensor& x, double slope) { return unary_op("leaky_relu",
 Tensor softplus(const Tensor& x) { return unary_op("softplus", UnaryOp::Softplus, x); }
 Tensor step(const Tensor& x) { return unary_op("step", UnaryOp::Step, x); }
 Tensor pow(const Tensor& x, double exponent) { return unary_op("pow", UnaryOp::PowScalar, x, exponent); }
+
+Tensor clamp_min(const Tensor& x, double min) { return unary_op("clamp_min", UnaryOp::ClampMin, x, min); }
+Tensor clamp_max(const Tensor& x, double max) { return unary_op("clamp_max", UnaryOp::ClampMax, x, max); }
+Tensor clamp(const Tensor& x, double min, double max) {
+  SG_CHECK(!(min > max), "clamp: min ", min, " is larger than max ", max);
+  return clamp_max(clamp_min(x, min), max);
+}
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 
 #include "ops/op_util.h"
 
@@ -74,22 +75,49 @@ Tensor eye(int64_t n, TensorOptions options) {
   return finish(out, options);
 }
 
-Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options) {
+namespace {
+/// A tensor of `shape` on options' device from row-major host values of type T, converted to
+/// options' dtype (`inferred` where the options name none).
+template <typename T>
+Tensor from_host_values(const std::vector<T>& values, const Shape& shape, const TensorOptions& options, DType inferred) {
   SG_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
            " values do not fill shape ", shape);
-  detail::check_shape("from_vector", shape, options.dtype_);
-  Tensor host = detail::make_tensor(shape, options.dtype_, kCPU);
-  if (options.dtype_ == DType::Float64) {
-    std::copy(values.begin(), values.end(), static_cast<double*>(host.data_ptr()));
-  } else {
-    float* p = static_cast<float*>(host.data_ptr());
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<float>(values[i]);
+  const DType dtype = options.dtype_or(inferred);
+  detail::check_shape("from_vector", shape, dtype);
+  Tensor host = detail::make_tensor(shape, dtype, kCPU);
+  auto convert = [&](auto* p) {
+    using Out = std::remove_pointer_t<decltype(p)>;
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<Out>(values[i]);
+  };
+  switch (dtype) {
+    case DType::Float32: convert(static_cast<float*>(host.data_ptr())); break;
+    case DType::Float64: convert(static_cast<double*>(host.data_ptr())); break;
+    case DType::Int64: convert(static_cast<int64_t*>(host.data_ptr())); break;
   }
   return finish(host.to(options.device_), options);
 }
+}  // namespace
+
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options) {
+  return from_host_values(values, shape, options, DType::Float64);
+}
 
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions options) {
-  return from_vector(std::vector<double>(values.begin(), values.end()), shape, options);
+  return from_host_values(values, shape, options, DType::Float32);
+}
+
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, TensorOptions options) {
+  return from_host_values(values, shape, options, DType::Int64);
+}
+
+Tensor from_vector(const std::vector<double>& values, TensorOptions options) {
+  return from_vector(values, {static_cast<int64_t>(values.size())}, options);
+}
+Tensor from_vector(const std::vector<float>& values, TensorOptions options) {
+  return from_vector(values, {static_cast<int64_t>(values.size())}, options);
+}
+Tensor from_vector(const std::vector<int64_t>& values, TensorOptions options) {
+  return from_vector(values, {static_cast<int64_t>(values.size())}, options);
 }
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
@@ -102,12 +130,12 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<double>(i);
-  return from_vector(v, {n}, options);
+  return from_vector(v, {n}, options.dtype(options.dtype_));
 }
 Tensor arange(int64_t n, TensorOptions options) { return arange(0.0, static_cast<double>(n), 1.0, options); }
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
-  return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, options);
+  return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, options.dtype(options.dtype_));
 }
 
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options) {
@@ -119,11 +147,12 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorO
     SG_CHECK(static_cast<int64_t>(row.size()) == c, "tensor: rows of unequal length (", row.size(), " vs ", c, ")");
     v.insert(v.end(), row.begin(), row.end());
   }
-  return from_vector(v, {r, c}, options);
+  return from_vector(v, {r, c}, options.dtype(options.dtype_));
 }
 
 namespace {
 Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, detail::RandomKind kind) {
+  SG_CHECK(is_floating_point(options.dtype_), op, ": expected a floating-point dtype, got ", options.dtype_);
   Tensor t = make(op, shape, options);
   const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(t.numel()));
   if (t.numel() > 0) detail::backend_of(t).random(t, kind, seed, offset);
@@ -136,6 +165,31 @@ Tensor rand(const Shape& shape, TensorOptions options) {
 }
 Tensor randn(const Shape& shape, TensorOptions options) {
   return random_tensor("randn", shape, options, detail::RandomKind::Normal);
+}
+
+}  // namespace sg
+
+namespace sg {
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
+  SG_CHECK(low < high, "randint: expected low < high, got [", low, ", ", high, ")");
+  SG_CHECK(!options.requires_grad_, "randint: integers cannot require gradients");
+  const DType dtype = options.dtype_or(DType::Int64);
+  Tensor t = make("randint", shape, options.dtype(DType::Int64));
+  const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(t.numel()));
+  const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  if (t.numel() > 0) detail::backend_of(t).random_integers(t, low, span, seed, offset);
+  return dtype == DType::Int64 ? t : t.to(dtype);
+}
+
+Tensor randperm(int64_t n, TensorOptions options) {
+  SG_CHECK(n >= 0, "randperm: negative size ", n);
+  SG_CHECK(!options.requires_grad_, "randperm: a permutation cannot require gradients");
+  const DType dtype = options.dtype_or(DType::Int64);
+  Tensor t = make("randperm", {n}, options.dtype(DType::Int64));
+  const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(n));
+  if (n > 0) detail::backend_of(t).random_permutation(t, seed, offset);
+  return dtype == DType::Int64 ? t : t.to(dtype);
 }
 
 }  // namespace sg

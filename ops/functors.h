@@ -48,6 +48,9 @@ SG_HD T apply_unary(UnaryOp op, T x, T alpha) {
     case UnaryOp::RSubScalar: return alpha - x;
     case UnaryOp::RDivScalar: return alpha / x;
     case UnaryOp::PowScalar: return pow(x, alpha);
+    case UnaryOp::ClampMin: return x < alpha ? alpha : x;
+    case UnaryOp::ClampMax: return x > alpha ? alpha : x;
+    case UnaryOp::FiniteOrZero: return std::isinf(x) ? T(0) : x;
   }
   return x;
 }
@@ -71,8 +74,54 @@ SG_HD T apply_binary(BinaryOp op, T a, T b, T alpha) {
     case BinaryOp::PowGrad: return a * alpha * pow(b, alpha - T(1));
     case BinaryOp::SquaredDiff: { const T d = a - b; return d * d; }
     case BinaryOp::First: return a;
+    case BinaryOp::Maximum: return a != a ? a : (b != b ? b : (a < b ? b : a));
+    case BinaryOp::Minimum: return a != a ? a : (b != b ? b : (b < a ? b : a));
+    case BinaryOp::KeepWhere: return b != T(0) ? a : T(0);
+    case BinaryOp::KeepWhereNot: return b == T(0) ? a : T(0);
+    case BinaryOp::ClampMinGrad: return b >= alpha ? a : T(0);
+    case BinaryOp::ClampMaxGrad: return b <= alpha ? a : T(0);
   }
   return a;
+}
+
+template <typename T>
+SG_HD bool apply_compare(CompareOp op, T a, T b) {
+  switch (op) {
+    case CompareOp::Eq: return a == b;
+    case CompareOp::Ne: return a != b;
+    case CompareOp::Lt: return a < b;
+    case CompareOp::Le: return a <= b;
+    case CompareOp::Gt: return a > b;
+    case CompareOp::Ge: return a >= b;
+  }
+  return false;
+}
+
+/// Whether v replaces `best` in an arg_reduce: strictly better, or a NaN over a number.
+template <typename T>
+SG_HD bool arg_better(ArgReduce kind, T v, T best) {
+  if (v != v) return best == best;
+  return kind == ArgReduce::Max ? v > best : v < best;
+}
+
+/// Offsets into a and b of output element `i` of a broadcast (see Broadcast).
+SG_HD void broadcast_offsets(const Broadcast& bc, int64_t i, int64_t& a_offset, int64_t& b_offset) {
+  a_offset = 0;
+  b_offset = 0;
+  for (int d = bc.dims - 1; d >= 0; --d) {
+    const int64_t size = bc.size[d];
+    const int64_t q = i / size;
+    const int64_t r = i - q * size;
+    a_offset += r * bc.a_stride[d];
+    b_offset += r * bc.b_stride[d];
+    i = q;
+  }
+}
+
+/// The wide-side position of compact element (o, j, i) of an IndexMap, given its index data.
+SG_HD int64_t index_position(const IndexMap& m, const int64_t* index, int64_t o, int64_t j, int64_t i) {
+  if (!index) return m.start + j * m.step;
+  return m.per_element ? index[(o * m.count + j) * m.inner + i] : index[j];
 }
 
 // ---- counter-based random numbers ------------------------------------------------------
@@ -91,6 +140,22 @@ SG_HD uint64_t mix64(uint64_t z) {
 SG_HD double random_uniform(uint64_t seed, uint64_t counter, uint64_t stream = 0) {
   const uint64_t bits = mix64(mix64(seed ^ (stream * 0xD1B54A32D192ED03ull)) + counter);
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/// An integer uniform in [0, span) (span ≥ 1): the high word of bits · span, so that host and
+/// device compute the same value.
+SG_HD uint64_t random_below(uint64_t seed, uint64_t counter, uint64_t span) {
+  const uint64_t bits = mix64(mix64(seed ^ (3 * 0xD1B54A32D192ED03ull)) + counter);
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(bits, span);
+#else
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(bits) * span) >> 64);
+#endif
+}
+
+/// The sort key of position `counter` in a random permutation.
+SG_HD uint64_t random_key(uint64_t seed, uint64_t counter) {
+  return mix64(mix64(seed ^ (4 * 0xD1B54A32D192ED03ull)) + counter);
 }
 
 /// Standard normal.

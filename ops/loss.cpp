@@ -11,6 +11,7 @@ namespace sg {
 
 Tensor mse_loss(const Tensor& pred, const Tensor& target) {
   detail::check_same_device_dtype("mse_loss", pred, target);
+  detail::check_floating("mse_loss", pred);
   SG_CHECK(pred.shape() == target.shape(), "mse_loss: prediction of shape ", pred.shape(),
            " and target of shape ", target.shape(), " differ");
   SG_CHECK(pred.numel() > 0, "mse_loss: got empty tensors");

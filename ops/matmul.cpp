@@ -210,6 +210,7 @@ void check_matrix(const char* op, const char* what, const Tensor& t) {
 /// square when read as UpperTriangular or Symmetric.
 void check_out_operand(const char* op, const char* what, const Tensor& t, Structure as, const Tensor& a) {
   SG_CHECK(t.defined(), op, ": ", what, " is undefined");
+  detail::check_floating(op, t);
   SG_CHECK(t.device() == a.device(), op, ": expected every tensor on ", a.device(), ", got ", what, " on ",
            t.device());
   SG_CHECK(t.dtype() == a.dtype(), op, ": expected every tensor of dtype ", a.dtype(), ", got ", what, " of dtype ",
@@ -264,6 +265,7 @@ Precision matmul_precision() { return current_precision.load(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_same_device_dtype("matmul", a, b);
+  detail::check_floating("matmul", a);
   SG_CHECK(a.dim() >= 1 && a.dim() <= 2 && b.dim() >= 1 && b.dim() <= 2, "matmul: shapes ", a.shape(), " and ",
            b.shape(), " cannot be multiplied (expected vectors or matrices)");
   SG_CHECK(a.shape().back() == b.shape()[0], "matmul: shapes ", a.shape(), " and ", b.shape(),
@@ -283,6 +285,7 @@ UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   detail::check_same_device_dtype("linear", x, w);
+  detail::check_floating("linear", x);
   check_matrix("linear", "the input", x);
   check_matrix("linear", "the weight", w);
   SG_CHECK(x.size(1) == w.size(1), "linear: input of shape ", x.shape(), " does not fit weight of shape ", w.shape(),
@@ -299,7 +302,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 }
 
 Symmetric gram(const Tensor& a) {
-  detail::check_defined("gram", a);
+  detail::check_floating("gram", a);
   check_matrix("gram", "the operand", a);
   const Structure sa = a.structure();
   Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), OutputMask::Symmetric, 1.0);

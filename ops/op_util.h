@@ -22,7 +22,7 @@ inline void check_defined(const char* op, const Tensor& t) {
 }
 
 inline void check_square(const char* op, const Tensor& x) {
-  check_defined(op, x);
+  check_floating(op, x);
   SG_CHECK(x.dim() == 2 && x.size(0) == x.size(1), op, ": expected a square matrix, got shape ", x.shape());
 }
 
@@ -33,8 +33,15 @@ namespace sg::detail {
 Tensor unary_raw(UnaryOp op, const Tensor& x, double alpha);
 Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, double alpha,
                   Structure structure);
-/// Broadcasts g to `shape` where g's elements repeat along rows (row_stride 0), columns
-/// (col_stride 0) or both; `shape` viewed as [rows, cols].
-Tensor expand_raw(const Tensor& g, const Shape& shape, int64_t rows, int64_t cols, int64_t g_row_stride,
-                  int64_t g_col_stride);
+/// The NumPy broadcast of shapes a and b at any rank: the output's shape and the index map;
+/// throws naming `op` when they do not broadcast.
+Broadcast make_broadcast(const char* op, const Shape& a, const Shape& b, Shape& out_shape);
+/// The structure of a broadcast binary op's output (DESIGN §1; the same in either order).
+Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape);
+/// `dim` as an index into `shape` (negative counts from the end); throws naming `op`.
+int64_t wrap_dim(const char* op, int64_t dim, const Shape& shape);
+/// zeros(shape) with src scattered along `m` (added where positions repeat, with `accumulate`).
+Tensor scatter_into_zeros(const Tensor& src, const Shape& shape, const IndexMap& m, bool accumulate);
+/// g broadcast to `shape` (g's shape must broadcast to it), a new Dense tensor.
+Tensor expand_raw(const Tensor& g, const Shape& shape);
 }  // namespace sg::detail

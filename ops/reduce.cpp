@@ -11,15 +11,14 @@ namespace sg {
 
 namespace detail {
 
-Tensor expand_raw(const Tensor& g, const Shape& shape, int64_t rows, int64_t cols, int64_t g_row_stride,
-                  int64_t g_col_stride) {
+Tensor expand_raw(const Tensor& g, const Shape& shape) {
+  Shape out_shape;
+  Broadcast bc = make_broadcast("expand", g.shape(), shape, out_shape);
+  SG_CHECK(out_shape == shape, "expand: shape ", g.shape(), " does not broadcast to ", shape);
   Tensor out = make_tensor(shape, g.dtype(), g.device());
   if (out.numel() == 0) return out;
-  Broadcast2D bc;
-  bc.rows = rows;
-  bc.cols = cols;
-  bc.a_rs = bc.b_rs = g_row_stride;
-  bc.a_cs = bc.b_cs = g_col_stride;
+  bc.same = g.shape() == shape;
+  for (int d = 0; d < bc.dims; ++d) bc.b_stride[d] = bc.a_stride[d];  // First reads a; b is g again
   backend_of(g).binary(BinaryOp::First, g, g, out, bc, 0);
   return out;
 }
@@ -36,71 +35,88 @@ static Tensor sum_raw(const Tensor& x, const Shape& out_shape, int64_t outer, in
   return out;
 }
 
+/// x summed along dimension d, kept as a dimension of size 1.
+static Tensor sum_dim_raw(const Tensor& x, int64_t d) {
+  const Shape& s = x.shape();
+  const int64_t outer = shape_numel(Shape(s.begin(), s.begin() + d));
+  const int64_t inner = shape_numel(Shape(s.begin() + d + 1, s.end()));
+  Shape kept = s;
+  kept[static_cast<size_t>(d)] = 1;
+  return sum_raw(x, kept, outer, s[static_cast<size_t>(d)], inner);
+}
+
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   const int64_t n = shape_numel(shape);
   if (n == 1) return alias_with(sum_raw(g, {}, 1, g.numel(), 1), shape, Structure::Dense);
-  SG_CHECK(g.dim() == 2, "sum_to: cannot reduce ", g.shape(), " to ", shape);
-  const int64_t rows = g.size(0), cols = g.size(1);
-  if (n == cols && (shape.size() == 1 || shape[0] == 1))
-    return alias_with(sum_raw(g, {cols}, 1, rows, cols), shape, Structure::Dense);
-  if (shape.size() == 2 && shape[0] == rows && shape[1] == 1)
-    return alias_with(sum_raw(g, {rows}, rows, cols, 1), shape, Structure::Dense);
-  SG_FAIL("sum_to: cannot reduce ", g.shape(), " to ", shape);
+  SG_CHECK(g.dim() >= static_cast<int64_t>(shape.size()), "sum_to: cannot reduce ", g.shape(), " to ", shape);
+  // The leading dimensions shape lacks collapse into one, summed first; then each dimension where
+  // shape has a 1 and g does not.
+  const size_t lead = g.shape().size() - shape.size();
+  Tensor cur = g;
+  if (lead > 0) {
+    const int64_t outer = shape_numel(Shape(g.shape().begin(), g.shape().begin() + static_cast<int64_t>(lead)));
+    const Shape rest(g.shape().begin() + static_cast<int64_t>(lead), g.shape().end());
+    cur = sum_raw(g, rest, 1, outer, shape_numel(rest));
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == cur.shape()[d]) continue;
+    SG_CHECK(shape[d] == 1, "sum_to: cannot reduce ", g.shape(), " to ", shape);
+    cur = sum_dim_raw(cur, static_cast<int64_t>(d));
+  }
+  return alias_with(cur, shape, Structure::Dense);
+}
+
+/// The dimension `dim` of x, negative counting from the end; throws naming `op` when out of range.
+int64_t wrap_dim(const char* op, int64_t dim, const Shape& shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t d = dim < 0 ? dim + rank : dim;
+  SG_CHECK(d >= 0 && d < rank, op, ": dimension ", dim, " out of range for shape ", shape);
+  return d;
 }
 
 }  // namespace detail
 
 Tensor sum(const Tensor& x) {
-  detail::check_defined("sum", x);
+  detail::check_floating("sum", x);
   Tensor out = detail::sum_raw(x, {}, 1, x.numel(), 1);
   if (autograd::needs_record({x})) {
     const Shape shape = x.shape();
     autograd::record("sum", {x}, {out}, {}, [shape](autograd::BackwardContext& ctx) {
-      const int64_t n = shape_numel(shape);
-      return std::vector<Tensor>{detail::expand_raw(ctx.grad_outputs[0], shape, n, 1, 0, 0)};
+      return std::vector<Tensor>{detail::expand_raw(ctx.grad_outputs[0], shape)};
     });
   }
   return out;
 }
 
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
-  detail::check_defined("sum", x);
-  SG_CHECK(x.dim() >= 1 && x.dim() <= 2, "sum: reducing along a dimension needs a 1-D or 2-D tensor, got shape ",
-           x.shape());
-  const int64_t d = dim < 0 ? dim + x.dim() : dim;
-  SG_CHECK(d >= 0 && d < x.dim(), "sum: dimension ", dim, " out of range for shape ", x.shape());
-  if (x.dim() == 1) {
-    Tensor s = sum(x);
-    return keepdim ? reshape(s, {1}) : s;
-  }
-  const int64_t rows = x.size(0), cols = x.size(1);
-  Shape out_shape = d == 0 ? Shape{cols} : Shape{rows};
-  Tensor out = d == 0 ? detail::sum_raw(x, out_shape, 1, rows, cols) : detail::sum_raw(x, out_shape, rows, cols, 1);
-  if (keepdim) out = detail::alias_with(out, d == 0 ? Shape{1, cols} : Shape{rows, 1}, Structure::Dense);
+  detail::check_floating("sum", x);
+  SG_CHECK(x.dim() >= 1, "sum: reducing along a dimension needs a tensor of rank 1 or more, got shape ", x.shape());
+  const int64_t d = detail::wrap_dim("sum", dim, x.shape());
+  Tensor kept = detail::sum_dim_raw(x, d);
+  Shape out_shape = x.shape();
+  out_shape.erase(out_shape.begin() + d);
+  Tensor out = keepdim ? kept : detail::alias_with(kept, out_shape, Structure::Dense);
   if (autograd::needs_record({x})) {
-    autograd::record("sum", {x}, {out}, {}, [rows, cols, d](autograd::BackwardContext& ctx) {
-      const Tensor& g = ctx.grad_outputs[0];
-      // d == 0: g [cols] repeats down the rows; d == 1: g [rows] repeats along each row.
-      return std::vector<Tensor>{d == 0 ? detail::expand_raw(g, {rows, cols}, rows, cols, 0, 1)
-                                        : detail::expand_raw(g, {rows, cols}, rows, cols, 1, 0)};
+    const Shape x_shape = x.shape(), kept_shape = kept.shape();
+    autograd::record("sum", {x}, {out}, {}, [x_shape, kept_shape](autograd::BackwardContext& ctx) {
+      const Tensor g = detail::alias_with(ctx.grad_outputs[0], kept_shape, Structure::Dense);
+      return std::vector<Tensor>{detail::expand_raw(g, x_shape)};
     });
   }
   return out;
 }
 
 Tensor mean(const Tensor& x) {
-  detail::check_defined("mean", x);
+  detail::check_floating("mean", x);
   SG_CHECK(x.numel() > 0, "mean: got an empty tensor of shape ", x.shape());
   return sum(x) / static_cast<double>(x.numel());
 }
 
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
-  detail::check_defined("mean", x);
-  SG_CHECK(x.dim() >= 1 && x.dim() <= 2, "mean: reducing along a dimension needs a 1-D or 2-D tensor, got shape ",
-           x.shape());
-  SG_CHECK(dim >= -x.dim() && dim < x.dim(), "mean: dimension ", dim, " out of range for shape ", x.shape());
-  const int64_t n = x.size(dim);
+  detail::check_floating("mean", x);
+  SG_CHECK(x.dim() >= 1, "mean: reducing along a dimension needs a tensor of rank 1 or more, got shape ", x.shape());
+  const int64_t n = x.size(detail::wrap_dim("mean", dim, x.shape()));
   SG_CHECK(n > 0, "mean: dimension ", dim, " of shape ", x.shape(), " is empty");
   return sum(x, dim, keepdim) / static_cast<double>(n);
 }

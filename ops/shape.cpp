@@ -8,7 +8,7 @@
 namespace sg {
 
 Tensor transpose(const Tensor& x) {
-  detail::check_defined("transpose", x);
+  detail::check_floating("transpose", x);
   SG_CHECK(x.dim() <= 2, "transpose: expected a 1-D or 2-D tensor, got shape ", x.shape());
   if (x.dim() < 2 || x.structure() == Structure::Symmetric) return x;  // Sᵀ = S
   Tensor out = detail::empty_on(x, {x.size(1), x.size(0)});  // Uᵀ is lower: Dense

@@ -152,8 +152,19 @@ UpperTriangular operator+(const UpperTriangular& a, const UpperTriangular& b) { 
 UpperTriangular operator-(const UpperTriangular& a, const UpperTriangular& b) { return UpperTriangular(sub(a, b)); }
 UpperTriangular operator-(const UpperTriangular& a) { return UpperTriangular(neg(a)); }
 UpperTriangular operator*(const UpperTriangular& a, const UpperTriangular& b) { return UpperTriangular(mul(a, b)); }
-UpperTriangular operator*(const UpperTriangular& a, const Tensor& b) { return UpperTriangular(mul(a, b)); }
-UpperTriangular operator*(const Tensor& a, const UpperTriangular& b) { return UpperTriangular(mul(a, b)); }
+namespace {
+/// U ⊙ t typed: Upper whenever t broadcasts to U's shape (any rank ≤ 2); a t of higher rank
+/// broadcasts U itself, and the result is no matrix of U's structure.
+UpperTriangular upper_product(const Tensor& a, const Tensor& b, const Tensor& other, const Tensor& upper) {
+  detail::check_defined("mul", other);
+  SG_CHECK(other.dim() <= 2, "mul: UpperTriangular ", upper.shape(), " ⊙ a tensor of shape ", other.shape(),
+           " broadcasts beyond the matrix and is not UpperTriangular; multiply upper.dense() for a Dense result");
+  return UpperTriangular(mul(a, b));
+}
+}  // namespace
+
+UpperTriangular operator*(const UpperTriangular& a, const Tensor& b) { return upper_product(a, b, b, a); }
+UpperTriangular operator*(const Tensor& a, const UpperTriangular& b) { return upper_product(a, b, a, b); }
 UpperTriangular operator*(const UpperTriangular& a, double s) { return UpperTriangular(static_cast<const Tensor&>(a) * s); }
 UpperTriangular operator*(double s, const UpperTriangular& a) { return UpperTriangular(static_cast<const Tensor&>(a) * s); }
 Symmetric operator+(const Symmetric& a, const Symmetric& b) { return Symmetric(add(a, b)); }

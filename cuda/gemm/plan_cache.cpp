@@ -120,7 +120,10 @@ std::unique_ptr<CachedPlan> build_cached_plan(const GemmProblem& p, DType dtype,
     used = (used + bytes + 15) / 16 * 16;
     if (base == nullptr) return nullptr;
     if (host == nullptr) SG_CUDA_CHECK(cudaMemsetAsync(base + at, 0, bytes, st));
-    else SG_CUDA_CHECK(cudaMemcpyAsync(base + at, host, bytes, cudaMemcpyHostToDevice, st));
+    else {
+      SG_CUDA_CHECK(cudaMemcpyAsync(base + at, host, bytes, cudaMemcpyHostToDevice, st));
+      count_transfer(device, TransferDirection::HostToDevice, bytes);
+    }
     return base + at;
   };
   auto items_of = [&](const std::vector<GemmWorkItem>& items) {

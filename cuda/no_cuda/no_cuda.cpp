@@ -21,6 +21,7 @@ int device_count() { return 0; }
 bool built_with_cuda() { return false; }
 void synchronize(int) { fail_without_cuda("cuda::synchronize"); }
 AllocatorStats allocator_stats(int) { fail_without_cuda("cuda::allocator_stats"); }
+TransferStats transfer_stats(int) { fail_without_cuda("cuda::transfer_stats"); }
 void empty_cache() {}  // there is no cache to empty
 std::string device_name(int) { fail_without_cuda("cuda::device_name"); }
 StreamGuard::StreamGuard(CUstream_st*, int) { fail_without_cuda("cuda::StreamGuard"); }

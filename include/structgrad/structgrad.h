@@ -11,8 +11,10 @@
 #include <structgrad/core/types.h>
 #include <structgrad/autograd/grad_mode.h>
 #include <structgrad/autograd/node.h>
+#include <structgrad/ops/compare.h>
 #include <structgrad/ops/elementwise.h>
 #include <structgrad/ops/factories.h>
+#include <structgrad/ops/index.h>
 #include <structgrad/ops/loss.h>
 #include <structgrad/ops/matmul.h>
 #include <structgrad/ops/reduce.h>
@@ -23,6 +25,7 @@
 #include <structgrad/optim/optim.h>
 #include <structgrad/nn/progress.h>
 #include <structgrad/nn/module.h>
+#include <structgrad/data/dataloader.h>
 #include <structgrad/nn/sequential.h>
 #include <structgrad/io/npy.h>
 #include <structgrad/io/checkpoint.h>

@@ -1,8 +1,12 @@
 // The CPU backend: elementwise ops as plain loops over the shared functors (ops/functors.h),
 // deterministic reductions, shape kernels, and the structured GEMM (Eigen GEMM for
 // Dense·Dense, the blocked structured GEMM for everything else). Large loops use OpenMP.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "ops/backend.h"
 #include "ops/cpu/cpu_gemm.h"
@@ -19,16 +23,45 @@ constexpr int64_t kParallelThreshold = 1 << 17;
 template <typename T>
 T* ptr(const Tensor& t) { return static_cast<T*>(t.data_ptr()); }
 
+/// Calls f(T{}) with T = float or double; the floating-point kernels take no int64.
 template <typename F>
 void dispatch_dtype(DType dtype, F&& f) {
+  SG_CHECK(is_floating_point(dtype), "cpu kernel: expected a floating-point tensor, got ", dtype);
   if (dtype == DType::Float32) f(float{});
   else f(double{});
+}
+
+/// Calls f(T{}) with T = float, double or int64_t: the kernels that move or compare values.
+template <typename F>
+void dispatch_any(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float32: f(float{}); break;
+    case DType::Float64: f(double{}); break;
+    case DType::Int64: f(int64_t{}); break;
+  }
+}
+
+/// Runs f(output index, a offset, b offset) over a broadcast's output, row by row of its last
+/// dimension, in parallel when large.
+template <typename F>
+void for_each_broadcast(const Broadcast& bc, int64_t n, F&& f) {
+  if (n == 0) return;
+  const int64_t last = bc.dims > 0 ? bc.size[bc.dims - 1] : 1;
+  const int64_t a_step = bc.dims > 0 ? bc.a_stride[bc.dims - 1] : 0;
+  const int64_t b_step = bc.dims > 0 ? bc.b_stride[bc.dims - 1] : 0;
+  const int64_t rows = n / last;
+#pragma omp parallel for if (n > kParallelThreshold)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t ao = 0, bo = 0;
+    broadcast_offsets(bc, r * last, ao, bo);
+    for (int64_t c = 0; c < last; ++c) f(r * last + c, ao + c * a_step, bo + c * b_step);
+  }
 }
 
 class CpuBackend final : public Backend {
  public:
   void fill(Tensor& out, double value) override {
-    dispatch_dtype(out.dtype(), [&](auto zero) {
+    dispatch_any(out.dtype(), [&](auto zero) {
       using T = decltype(zero);
       T* o = ptr<T>(out);
       const T v = static_cast<T>(value);
@@ -43,15 +76,15 @@ class CpuBackend final : public Backend {
       return;
     }
     const int64_t n = src.numel();
-    if (src.dtype() == DType::Float32) {
-      const float* s = ptr<float>(src);
-      double* d = ptr<double>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i];
-    } else {
-      const double* s = ptr<double>(src);
-      float* d = ptr<float>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
-    }
+    dispatch_any(src.dtype(), [&](auto from_zero) {
+      using From = decltype(from_zero);
+      dispatch_any(dst.dtype(), [&](auto to_zero) {
+        using To = decltype(to_zero);
+        const From* from = ptr<From>(src);
+        To* to = ptr<To>(dst);
+        for (int64_t i = 0; i < n; ++i) to[i] = static_cast<To>(from[i]);
+      });
+    });
   }
 
   void copy_from_host(const void* host, Tensor& dst) override { std::memcpy(dst.data_ptr(), host, dst.nbytes()); }
@@ -69,7 +102,7 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast2D& bc,
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast& bc,
               double alpha) override {
     dispatch_dtype(out.dtype(), [&](auto zero) {
       using T = decltype(zero);
@@ -83,11 +116,28 @@ class CpuBackend final : public Backend {
         for (int64_t i = 0; i < n; ++i) o[i] = apply_binary<T>(op, pa[i], pb[i], al);
         return;
       }
-      const int64_t rows = bc.rows, cols = bc.cols;
-#pragma omp parallel for if (rows * cols > kParallelThreshold)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          o[r * cols + c] = apply_binary<T>(op, pa[r * bc.a_rs + c * bc.a_cs], pb[r * bc.b_rs + c * bc.b_cs], al);
+      for_each_broadcast(bc, out.numel(),
+                         [&](int64_t i, int64_t ao, int64_t bo) { o[i] = apply_binary<T>(op, pa[ao], pb[bo], al); });
+    });
+  }
+
+  void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out, const Broadcast& bc) override {
+    dispatch_any(a.dtype(), [&](auto in_zero) {
+      using In = decltype(in_zero);
+      dispatch_dtype(out.dtype(), [&](auto out_zero) {
+        using Out = decltype(out_zero);
+        const In* pa = ptr<In>(a);
+        const In* pb = ptr<In>(b);
+        Out* o = ptr<Out>(out);
+        if (bc.same) {
+          const int64_t n = out.numel();
+          for (int64_t i = 0; i < n; ++i) o[i] = apply_compare<In>(op, pa[i], pb[i]) ? Out(1) : Out(0);
+          return;
+        }
+        for_each_broadcast(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo) {
+          o[i] = apply_compare<In>(op, pa[ao], pb[bo]) ? Out(1) : Out(0);
+        });
+      });
     });
   }
 
@@ -113,6 +163,66 @@ class CpuBackend final : public Backend {
         }
       }
     });
+  }
+
+  void arg_reduce(ArgReduce kind, const Tensor& x, Tensor& values, Tensor& indices, int64_t outer, int64_t reduce,
+                  int64_t inner) override {
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = ptr<T>(x);
+      T* v = values.defined() ? ptr<T>(values) : nullptr;
+      int64_t* idx = ptr<int64_t>(indices);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          const T* column = in + o * reduce * inner + i;
+          int64_t best = 0;
+          for (int64_t r = 1; r < reduce; ++r)
+            if (arg_better<T>(kind, column[r * inner], column[best * inner])) best = r;
+          idx[o * inner + i] = best;
+          if (v) v[o * inner + i] = column[best * inner];
+        }
+    });
+  }
+
+  void gather(const Tensor& x, Tensor& out, const IndexMap& m) override {
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = ptr<T>(x);
+      T* o = ptr<T>(out);
+      const int64_t* index = m.index ? ptr<int64_t>(*m.index) : nullptr;
+      const int64_t n = m.outer * m.count * m.inner;
+#pragma omp parallel for if (n > kParallelThreshold)
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t i = t % m.inner, rest = t / m.inner;
+        const int64_t j = rest % m.count, q = rest / m.count;
+        o[t] = in[(q * m.extent + index_position(m, index, q, j, i)) * m.inner + i];
+      }
+    });
+  }
+
+  void scatter(const Tensor& src, Tensor& out, const IndexMap& m, bool accumulate) override {
+    dispatch_any(src.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = ptr<T>(src);
+      T* o = ptr<T>(out);
+      const int64_t* index = m.index ? ptr<int64_t>(*m.index) : nullptr;
+      const int64_t n = m.outer * m.count * m.inner;
+      // In order, on one thread: repeated indices add up deterministically.
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t i = t % m.inner, rest = t / m.inner;
+        const int64_t j = rest % m.count, q = rest / m.count;
+        T& target = o[(q * m.extent + index_position(m, index, q, j, i)) * m.inner + i];
+        target = accumulate ? target + in[t] : in[t];
+      }
+    });
+  }
+
+  int64_t find_bad_index(const Tensor& index, int64_t extent) override {
+    const int64_t* p = ptr<int64_t>(index);
+    const int64_t n = index.numel();
+    for (int64_t i = 0; i < n; ++i)
+      if (p[i] < 0 || p[i] >= extent) return i;
+    return -1;
   }
 
   void transpose(const Tensor& x, Tensor& out) override {
@@ -205,6 +315,22 @@ class CpuBackend final : public Backend {
         o[i] = static_cast<T>(kind == RandomKind::Uniform ? random_uniform(seed, counter) : random_normal(seed, counter));
       }
     });
+  }
+
+  void random_integers(Tensor& out, int64_t low, uint64_t span, uint64_t seed, uint64_t offset) override {
+    int64_t* o = ptr<int64_t>(out);
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = low + static_cast<int64_t>(random_below(seed, offset + static_cast<uint64_t>(i), span));
+  }
+
+  void random_permutation(Tensor& out, uint64_t seed, uint64_t offset) override {
+    const int64_t n = out.numel();
+    std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) keyed[static_cast<size_t>(i)] = {random_key(seed, offset + static_cast<uint64_t>(i)), i};
+    std::sort(keyed.begin(), keyed.end());  // (key, i): ties go by i, as the device's stable sort
+    int64_t* o = ptr<int64_t>(out);
+    for (int64_t i = 0; i < n; ++i) o[i] = keyed[static_cast<size_t>(i)].second;
   }
 
   bool gemm(const GemmProblem& p, DType dtype) override {

@@ -20,6 +20,17 @@ bool built_with_cuda();
 void synchronize(int device = 0);
 /// Counters of the caching allocator of `device`.
 AllocatorStats allocator_stats(int device = 0);
+/// Copies between host memory and one device, as counted by transfer_stats().
+struct TransferStats {
+  uint64_t host_to_device = 0;        ///< copies from host memory to the device
+  uint64_t device_to_host = 0;        ///< copies from the device to host memory
+  uint64_t bytes_host_to_device = 0;  ///< their bytes
+  uint64_t bytes_device_to_host = 0;  ///< their bytes
+};
+/// Every copy structgrad made between host memory and `device`: tensor uploads and downloads, and
+/// the values read back by checks (a structure or index check, item()). Example: a training loop
+/// whose data stays on the device leaves `sg::cuda::transfer_stats().host_to_device` unchanged.
+TransferStats transfer_stats(int device = 0);
 /// Returns every cached (free) block of every device to the driver.
 void empty_cache();
 /// Human-readable device name, e.g. "NVIDIA H100 80GB HBM3".

@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <structgrad/core/error.h>
@@ -29,12 +30,13 @@ struct TensorOptions {
   DType dtype_ = DType::Float32;  ///< float32 unless set
   Device device_ = Device();      ///< cpu unless set
   bool requires_grad_ = false;    ///< make the result a parameter (a leaf requiring grad)
+  bool has_dtype_ = false;        ///< the dtype was set (factories that infer one respect it)
 
   TensorOptions() = default;
   /// @{
   /// Options with only the dtype or the device set, so both convert implicitly:
   /// `sg::zeros({2}, sg::kFloat64)`, `sg::zeros({2}, "cuda:0")`.
-  TensorOptions(DType d) : dtype_(d) {}
+  TensorOptions(DType d) : dtype_(d), has_dtype_(true) {}
   TensorOptions(Device d) : device_(d) {}
   TensorOptions(const char* d) : device_(d) {}
   /// @}
@@ -42,7 +44,9 @@ struct TensorOptions {
   /// @{
   /// A copy with one option changed (chainable).
   /// Example: `sg::TensorOptions().dtype(sg::kFloat64).requires_grad()`.
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; o.has_dtype_ = true; return o; }
+  /// The dtype set, or `fallback` where none was. Example: `options.dtype_or(sg::kInt64)`.
+  DType dtype_or(DType fallback) const { return has_dtype_ ? dtype_ : fallback; }
   TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
   TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
   /// @}
@@ -117,7 +121,7 @@ class Tensor {
   double item() const;
   /// All elements as doubles, row-major. Synchronises when on a device.
   std::vector<double> to_vector() const;
-  /// All elements as T (float or double), row-major. Example: `auto v = t.to_vector_as<float>();`
+  /// All elements as T (float, double or int64_t), row-major. Example: `auto v = t.to_vector_as<float>();`
   template <typename T>
   std::vector<T> to_vector_as() const;
   /// A contiguous copy with the same shape, dtype, device and structure (not recorded).
@@ -186,6 +190,8 @@ Tensor make_tensor(std::shared_ptr<Storage> storage, const Shape& shape, DType d
 Tensor alias_with(const Tensor& t, const Shape& shape, Structure structure);
 /// Checks that all tensors are defined, on one device and of one dtype; `op` names the caller.
 void check_same_device_dtype(const char* op, const Tensor& a, const Tensor& b);
+/// Checks that `t` is float32 or float64 ("add: expected a floating-point tensor, got int64").
+void check_floating(const char* op, const Tensor& t);
 /// Checks that `shape` has no negative dimension and that its bytes fit in int64; `op`
 /// names the caller ("zeros: negative dimension in shape [2, -1]").
 void check_shape(const char* op, const Shape& shape, DType dtype);
@@ -193,7 +199,10 @@ void check_shape(const char* op, const Shape& shape, DType dtype);
 
 template <typename T>
 T* Tensor::data() const {
-  constexpr DType want = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
+  constexpr DType want = std::is_integral_v<T> ? DType::Int64 : (sizeof(T) == 4 ? DType::Float32 : DType::Float64);
+  static_assert(std::is_same_v<std::remove_const_t<T>, float> || std::is_same_v<std::remove_const_t<T>, double> ||
+                    std::is_same_v<std::remove_const_t<T>, int64_t>,
+                "data<T>: T must be float, double or int64_t");
   SG_CHECK(dtype() == want, "data<T>: tensor has dtype ", dtype(), ", requested ", dtype_name(want));
   return static_cast<T*>(data_ptr());
 }

@@ -11,18 +11,22 @@
 
 namespace sg {
 
-/// Element type. Example: `sg::zeros({2, 2}, sg::kFloat64)`.
-enum class DType : uint8_t { Float32, Float64 };
+/// Element type. Example: `sg::zeros({2, 2}, sg::kFloat64)`. Int64 holds indices (like
+/// torch.long): index tensors, argmax results, randperm; it is never differentiable.
+enum class DType : uint8_t { Float32, Float64, Int64 };
 /// @{
 /// Shorthands for the dtypes, as in libtorch. Example: `sg::randn({3}, sg::kFloat64)`.
 constexpr DType kFloat32 = DType::Float32;
 constexpr DType kFloat64 = DType::Float64;
+constexpr DType kInt64 = DType::Int64;
 /// @}
 
 /// Bytes per element of `dtype`. Example: `sg::element_size(sg::kFloat64) == 8`.
 size_t element_size(DType dtype);
-/// "float32" or "float64".
+/// "float32", "float64" or "int64".
 const char* dtype_name(DType dtype);
+/// True for float32 and float64. Example: `sg::is_floating_point(sg::kInt64) == false`.
+bool is_floating_point(DType dtype);
 
 /// The kind of a Device. Example: `sg::Device(sg::DeviceType::CUDA, 1)` is cuda:1.
 enum class DeviceType : uint8_t { CPU, CUDA };

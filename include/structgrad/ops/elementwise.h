@@ -1,7 +1,9 @@
-// Elementwise ops with their structure rules (DESIGN §1): ops that map 0 to 0 keep
-// UpperTriangular, every unary op keeps Symmetric; +, − keep a shared structure; Upper ⊙
-// anything is Upper; mixed structures and broadcasts give Dense. Binary ops broadcast
-// NumPy-style over rank ≤ 2 (a [m, n] with a row [n], a column [m, 1] or a scalar).
+// Elementwise ops with their structure rules (DESIGN §1), the same in either operand order:
+// unary ops that map 0 to 0 keep UpperTriangular, every unary op keeps Symmetric; +, − keep a
+// shared structure (and Symmetric ± a scalar); Upper ⊙ anything that broadcasts to its shape (a
+// scalar, a row, a column, a matrix) is Upper; Symmetric ⊙ Symmetric or a scalar is Symmetric,
+// while a row or column ⊙ Symmetric is Dense (it scales one side only). Binary ops broadcast
+// NumPy-style at any rank; a structured operand that is itself broadcast gives Dense.
 #pragma once
 
 #include <structgrad/core/tensor.h>
@@ -12,7 +14,7 @@ namespace sg {
 Tensor add(const Tensor& a, const Tensor& b);
 /// a − b (broadcasting). Example: `auto d = sg::sub(x, mu);` or `x - mu`.
 Tensor sub(const Tensor& a, const Tensor& b);
-/// a ⊙ b, elementwise (Upper ⊙ anything is Upper). Example: `auto m = sg::mul(u, mask);` or `u * mask`.
+/// a ⊙ b, elementwise (Upper ⊙ anything of its shape or smaller is Upper). Example: `auto m = sg::mul(u, mask);` or `u * mask`.
 Tensor mul(const Tensor& a, const Tensor& b);
 /// a / b, elementwise. Example: `auto r = sg::div(a, b);` or `a / b`.
 Tensor div(const Tensor& a, const Tensor& b);

@@ -19,7 +19,7 @@ Tensor full(const Shape& shape, double value, TensorOptions options = {});
 /// The n×n identity (Dense; see UpperTriangular::eye / Symmetric::eye for typed ones).
 /// Example: `auto i = sg::eye(3);`
 Tensor eye(int64_t n, TensorOptions options = {});
-/// 0, 1, …, n−1. Example: `sg::arange(5)`.
+/// 0, 1, …, n−1 (float32 unless the options name a dtype; sg::kInt64 for indices). Example: `sg::arange(5)`.
 Tensor arange(int64_t n, TensorOptions options = {});
 /// start, start+step, … below end. Example: `sg::arange(0.0, 1.0, 0.25)`.
 Tensor arange(double start, double end, double step, TensorOptions options = {});
@@ -36,10 +36,27 @@ Tensor ones_like(const Tensor& t);
 Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
 /// A 2-D tensor from rows. Example: `auto m = sg::tensor({{1.0, 2.0}, {3.0, 4.0}});`
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options = {});
-/// A tensor of `shape` from row-major values. Example: `sg::from_vector(v, {2, 3})`.
+/// A tensor of `shape` from row-major values, float64 unless the options name a dtype (like
+/// from_eigen of a MatrixXd). Example: `sg::from_vector(v, {2, 3})`.
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
-/// The same from floats. Example: `sg::from_vector(std::vector<float>{1, 2}, {2})`.
+/// The same from floats: float32 unless the options name a dtype. Example: `sg::from_vector(std::vector<float>{1, 2}, {2})`.
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions options = {});
+/// The same from integers: int64 (an index tensor) unless the options name a dtype.
+/// Example: `auto idx = sg::from_vector(std::vector<int64_t>{3, 0, 2}, {3});`
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, TensorOptions options = {});
+/// @{
+/// A 1-D tensor of the values, with the dtype rules above. Example: `sg::from_vector(std::vector<int64_t>{1, 4})`.
+Tensor from_vector(const std::vector<double>& values, TensorOptions options = {});
+Tensor from_vector(const std::vector<float>& values, TensorOptions options = {});
+Tensor from_vector(const std::vector<int64_t>& values, TensorOptions options = {});
+/// @}
+
+/// Integers uniform in [low, high), int64 unless the options name a dtype; counter-based like
+/// randn, so a seed gives the same numbers on every device. Example: `sg::randint(0, 10, {4})`.
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = {});
+/// A random permutation of 0 … n−1, int64 unless the options name a dtype; the same for a seed
+/// on every device. Example: `auto order = sg::randperm(n, sg::kCUDA);`
+Tensor randperm(int64_t n, TensorOptions options = {});
 
 /// Seeds the global generator and restarts its counter. Example: `sg::manual_seed(42);`
 void manual_seed(uint64_t seed);

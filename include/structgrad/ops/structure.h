@@ -71,7 +71,9 @@ class Symmetric : public Tensor {
 // Static structure where the rules of DESIGN §1 know it.
 /// @{
 /// Elementwise ops whose result type the structure rules know statically: Upper ± Upper,
-/// −Upper, Upper ⊙ anything and Upper·scalar are Upper. Example: `sg::UpperTriangular v = 2.0 * u - u;`
+/// −Upper, Upper·scalar and Upper ⊙ t for t of rank ≤ 2 (0-d, [1], a row [n], a column [n, 1], an
+/// n×n matrix) are Upper, in either order. A t of rank 3 or more is an sg::Error naming mul.
+/// Example: `sg::UpperTriangular v = sg::exp(log_scale) * u - u;`
 UpperTriangular operator+(const UpperTriangular& a, const UpperTriangular& b);
 UpperTriangular operator-(const UpperTriangular& a, const UpperTriangular& b);
 UpperTriangular operator-(const UpperTriangular& a);
