@@ -8,6 +8,10 @@ if(SG_BUILD_EXAMPLES)
   add_test(NAME example_triangular_flow COMMAND triangular_flow --steps 1500 --quiet)
   add_test(NAME example_kernelbench_triu COMMAND kernelbench_triu --n 192 --steps 2)
   add_test(NAME example_kernelbench_symmetric COMMAND kernelbench_symmetric --n 192 --steps 2)
+  add_test(NAME example_mlp_regression COMMAND mlp_regression --epochs 30 --quiet)
+  # On CUDA it also checks that training moves no data through the host; 77: no device here.
+  add_test(NAME example_mlp_regression_cuda COMMAND mlp_regression --device cuda --epochs 30 --quiet)
+  set_tests_properties(example_mlp_regression_cuda PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # The installed tree is moved before the consumer uses it (tests/consumer/run.cmake).
 set(SG_CONSUMER_HINTS)
