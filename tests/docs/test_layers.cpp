@@ -24,7 +24,8 @@ fs::path source_dir() {
 
 /// The layers, lowest first; a file may include its own layer and those below it.
 const std::map<std::string, int> kRank = {{"core", 0}, {"autograd", 1}, {"ops", 2},         {"backends", 3},
-                                          {"optim", 4}, {"nn", 4},       {"io", 5},          {"distributed", 6}};
+                                          {"optim", 4}, {"nn", 4},       {"data", 4},        {"io", 5},
+                                          {"distributed", 6}};
 
 /// The layer of a path relative to the source root (a source file, or an include spelling
 /// resolved to one); none for files outside the layers (tests, examples, the umbrella header).
@@ -51,7 +52,7 @@ std::vector<std::string> includes_of(const fs::path& file) {
 
 std::vector<fs::path> library_files() {
   std::vector<fs::path> files;
-  for (const char* dir : {"core", "autograd", "ops", "cuda", "optim", "nn", "io", "distributed", "include"}) {
+  for (const char* dir : {"core", "autograd", "ops", "cuda", "optim", "nn", "data", "io", "distributed", "include"}) {
     const fs::path root = source_dir() / dir;
     if (!fs::exists(root)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(root)) {

@@ -1,0 +1,33 @@
+// docs/api.md, "Comparisons and selection": masks, where, clamp, maximum / minimum, max / argmax
+// along a dimension, and logsumexp, with the gradients they pass. Built and run by CTest; the
+// guide shows it verbatim.
+#include <structgrad/structgrad.h>
+
+#include <cmath>
+#include <vector>
+
+int main() {
+  auto logits = sg::tensor({{2.0, 1.0, 0.5}, {0.1, 0.3, 3.0}}, sg::kFloat64).requires_grad_();
+  auto labels = sg::from_vector(std::vector<int64_t>{0, 1});
+
+  auto predicted = sg::argmax(logits, 1);                     // int64 [2]: 0, 2
+  auto accuracy = sg::mean(sg::eq(predicted, labels));        // masks are 0/1 (float32 for int64 inputs)
+  auto [best, position] = sg::max(logits, 1);                 // values [2] and int64 positions [2]
+  auto positive = sg::gt(logits, 1.0);                        // a float64 mask, not differentiable
+  auto leaky = sg::where(positive, logits, 0.1 * logits);     // logits where the mask is 1
+  auto limited = sg::clamp(logits, 0.2, 2.5);                 // also clamp_min, clamp_max
+  auto at_least = sg::maximum(logits, sg::full({}, 0.5, sg::kFloat64));  // broadcasts; tie: half to each
+  auto log_softmax = logits - sg::logsumexp(logits, 1, /*keepdim=*/true);
+  auto nll = -sg::mean(sg::gather(log_softmax, 1, sg::reshape(labels, {2, 1})));
+
+  nll.backward();                                             // rows of the gradient sum to zero
+  const std::vector<double> g = logits.grad().to_vector();
+
+  SG_CHECK(predicted.to_vector_as<int64_t>() == std::vector<int64_t>({0, 2}), "argmax");
+  SG_CHECK(accuracy.item() == 0.5 && accuracy.dtype() == sg::kFloat32, "accuracy");
+  SG_CHECK(best.to_vector() == std::vector<double>({2.0, 3.0}) && position.dtype() == sg::kInt64, "max");
+  SG_CHECK(positive.dtype() == sg::kFloat64 && sg::sum(positive).item() == 2.0, "mask");
+  SG_CHECK(std::abs(leaky.to_vector()[1] - 0.1) < 1e-12 && limited.to_vector()[5] == 2.5, "where, clamp");
+  SG_CHECK(at_least.to_vector()[2] == 0.5 && at_least.to_vector()[3] == 0.5, "maximum");
+  SG_CHECK(std::abs(g[0] + g[1] + g[2]) < 1e-12 && g[0] < 0.0, "softmax gradient");
+}
