@@ -169,6 +169,7 @@ ncclDataType_t nccl_dtype(DType dtype) {
   switch (dtype) {
     case DType::Float32: return ncclFloat32;
     case DType::Float64: return ncclFloat64;
+    case DType::Int64: return ncclInt64;
   }
   SG_FAIL("distributed: unsupported dtype ", dtype);
 }

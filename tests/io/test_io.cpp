@@ -1186,9 +1186,9 @@ TEST_F(IoTest, NumpyReadsWhatWeWrite) {
   sg::save_npy(path("m.npy"), m);
   sg::save_npy(path("s.npy"), sg::full({}, 1.5));
   sg::save_npz(path("z.npz"), {{"layer.w", sg::as_upper(sg::triu(sg::ones({3, 3})).dense())},
-                               {"v", sg::from_vector(a.to_vector(), {12})},
+                               {"v", sg::from_vector(a.to_vector(), {12}, sg::kFloat32)},
                                {"empty", sg::zeros({0, 2})}});
-  sg::save_npz(path("c.npz"), {{"v", sg::from_vector(a.to_vector(), {12})}, {"zeros", sg::zeros({50, 40}, sg::kFloat64)}},
+  sg::save_npz(path("c.npz"), {{"v", sg::from_vector(a.to_vector(), {12}, sg::kFloat32)}, {"zeros", sg::zeros({50, 40}, sg::kFloat64)}},
                sg::NpzCompression::Deflated);
   const std::string script = "import numpy as np, sys\n"
                              "d = '" + dir_.string() + "'\n"

@@ -182,7 +182,7 @@ TEST_P(Index, BadInputNamesTheOp) {
   EXPECT_EQ(message_of([&] { sg::block(x, 0, 0, 3, 3); }), "block: 3×3 at (0, 0) does not lie inside shape [3, 2]");
   EXPECT_EQ(message_of([&] { sg::cat({x, sg::zeros({3, 3}, f64())}, 0); }),
             "cat: tensor 1 of shape [3, 3] does not match tensor 0 of shape [3, 2] outside dimension 0");
-  EXPECT_EQ(message_of([&] { sg::cat({x, sg::zeros({3, 2})}, 0); }),
+  EXPECT_EQ(message_of([&] { sg::cat({x, sg::zeros({3, 2}, sg::TensorOptions().device(GetParam()))}, 0); }),
             "cat: expected both operands of one dtype, got float64 and float32");
   EXPECT_EQ(message_of([] { sg::cat({}); }), "cat: expected at least one tensor");
   EXPECT_EQ(message_of([&] { sg::stack({x, sg::zeros({2, 3}, f64())}); }),

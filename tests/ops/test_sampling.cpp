@@ -79,7 +79,7 @@ TEST_P(Sampling, DataLoaderCoversEveryExampleOncePerEpoch) {
   EXPECT_EQ(in_order.size(), 4);
   int64_t k = 0;
   for (const auto& batch : in_order) EXPECT_EQ(batch[0].to_vector()[0], 50.0 * k++);
-  EXPECT_EQ(message_of([&] { sg::data::DataLoader bad({x, sg::zeros({3})}); }),
+  EXPECT_EQ(message_of([&] { sg::data::DataLoader bad({x, sg::zeros({3}, on())}); }),
             "DataLoader: tensor 1 has 3 examples, tensor 0 has 103");
   EXPECT_EQ(message_of([&] { sg::data::DataLoader bad({x}, sg::data::DataLoaderOptions().batch_size(0)); }),
             "DataLoader: batch_size must be at least 1, got 0");
