@@ -22,7 +22,7 @@ sg::Tensor banana(int64_t count, sg::TensorOptions o) {
     out[2 * i] = 0.6 * x2 * x2 - 0.6 + 0.25 * v[2 * i];
     out[2 * i + 1] = x2;
   }
-  return sg::from_vector(out, {count, 2}, o);
+  return sg::from_vector(out, {count, 2}, o.dtype(e.dtype()));
 }
 
 double gaussian_baseline_nll(const sg::Tensor& train, const sg::Tensor& test) {

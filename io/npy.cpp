@@ -184,7 +184,7 @@ std::string shape_tuple(const Shape& shape) {
 
 /// The full preamble (magic, version, length, padded header) for a C-ordered host tensor.
 std::string npy_preamble(const Tensor& host) {
-  const std::string dict = std::string("{'descr': '") + (host.dtype() == DType::Float32 ? "<f4" : "<f8") +
+  const std::string dict = std::string("{'descr': '") + (host.dtype() == DType::Float32 ? "<f4" : host.dtype() == DType::Float64 ? "<f8" : "<i8") +
                            "', 'fortran_order': False, 'shape': " + shape_tuple(host.shape()) + ", }";
   // Version 1.0 always: with at most 64 dimensions the header stays far below its 64 KiB limit.
   const size_t unpadded = 10 + dict.size() + 1;  // preamble + dict + '\n'
@@ -375,19 +375,21 @@ NpyArrayInfo read_npy_info(ByteSource& src, const std::string& what) {
   NpyArrayInfo info;
   if (descr.kind == HeaderValue::List) {
     SG_FAIL(what, " holds a structured dtype ", descr.text,
-            "; structgrad reads plain float32 ('<f4') and float64 ('<f8') arrays");
+            "; structgrad reads plain float32 ('<f4'), float64 ('<f8') and int64 ('<i8') arrays");
   } else if (descr.text == "<f4") {
     info.dtype = DType::Float32;
   } else if (descr.text == "<f8") {
     info.dtype = DType::Float64;
-  } else if (descr.text == ">f4" || descr.text == ">f8") {
+  } else if (descr.text == "<i8") {
+    info.dtype = DType::Int64;
+  } else if (descr.text == ">f4" || descr.text == ">f8" || descr.text == ">i8") {
     SG_FAIL(what, " holds big-endian data ('", descr.text,
-            "'); structgrad reads little-endian float32 ('<f4') and float64 ('<f8'): convert with arr.astype('<",
+            "'); structgrad reads little-endian float32 ('<f4'), float64 ('<f8') and int64 ('<i8'): convert with arr.astype('<",
             descr.text.substr(1), "')");
   } else {
     SG_FAIL(what, " has dtype '", descr.text,
-            "'; structgrad reads float32 ('<f4') and float64 ('<f8'): convert with arr.astype(np.float32) or "
-            "arr.astype(np.float64)");
+            "'; structgrad reads float32 ('<f4'), float64 ('<f8') and int64 ('<i8'): convert with "
+            "arr.astype(np.float32), arr.astype(np.float64) or arr.astype(np.int64)");
   }
   SG_CHECK(!fortran_order.flag, what,
            " is stored in Fortran (column-major) order; structgrad reads C order: save np.ascontiguousarray(arr)");

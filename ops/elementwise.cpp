@@ -43,6 +43,14 @@ Structure unary_structure(int op, double alpha, Structure in) {
 
 Broadcast make_broadcast(const char* op, const Shape& a, const Shape& b, Shape& out_shape) {
   Broadcast bc;
+  if (a == b) {  // the common case: one flat pass
+    out_shape = a;
+    bc.same = true;
+    bc.dims = 1;
+    bc.size[0] = shape_numel(a);
+    bc.a_stride[0] = bc.b_stride[0] = 1;
+    return bc;
+  }
   const size_t rank = std::max(a.size(), b.size());
   // Align the shapes on their last dimension; a missing leading dimension is a 1.
   auto aligned = [rank](const Shape& s, size_t d) { return d < rank - s.size() ? int64_t{1} : s[d - (rank - s.size())]; };
@@ -58,7 +66,6 @@ Broadcast make_broadcast(const char* op, const Shape& a, const Shape& b, Shape& 
     a_next *= as;
     b_next *= bs;
   }
-  bc.same = a == b;
   // Merge neighbours that both operands step through alike; drop dimensions of size 1.
   for (size_t k = 0; k < rank; ++k) {
     if (out_shape[k] == 1) continue;

@@ -301,6 +301,15 @@ TEST_F(IoTest, NpyKeepsSpecialValuesBitForBit) {
   EXPECT_EQ(raw_bytes(sg::load_npy(path("special.npy"))), bytes_of(v));
 }
 
+TEST_F(IoTest, Int64IndicesRoundTrip) {
+  const std::vector<int64_t> v = {0, -1, 9000000000LL, 42};
+  sg::save_npy(path("labels.npy"), sg::from_vector(v, {2, 2}));
+  const sg::Tensor back = sg::load_npy(path("labels.npy"));
+  EXPECT_EQ(back.dtype(), sg::kInt64);
+  EXPECT_EQ(back.shape(), (sg::Shape{2, 2}));
+  EXPECT_EQ(back.to_vector_as<int64_t>(), v);
+}
+
 TEST_F(IoTest, StructuredTensorsSaveTheirFullMatrixAndLoadDense) {
   sg::manual_seed(3);
   const sg::UpperTriangular u = sg::UpperTriangular::randn(5, sg::kFloat64);
@@ -398,8 +407,8 @@ TEST_F(IoTest, CorruptNpyFilesGiveClearErrors) {
       {"short.npy", good.substr(0, 8), {"is truncated: 8 bytes, shorter than the 10-byte .npy preamble"}},
       {"version.npy", version4, {"has .npy format version 4.0", "reads versions 1.0, 2.0 and 3.0"}},
       {"header_len.npy", long_header, {"header length of 60000 bytes, which exceeds the file (160 bytes)"}},
-      {"int.npy", npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (4,), }", data),
-       {"has dtype '<i8'", "float32 ('<f4') and float64 ('<f8')"}},
+      {"int.npy", npy_file("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", data),
+       {"has dtype '<i4'", "float32 ('<f4'), float64 ('<f8') and int64 ('<i8')"}},
       {"half.npy", npy_file("{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", data), {"has dtype '<f2'"}},
       {"big.npy", npy_file("{'descr': '>f8', 'fortran_order': False, 'shape': (4,), }", data),
        {"holds big-endian data ('>f8')", "arr.astype('<f8')"}},
@@ -1222,7 +1231,8 @@ TEST_F(IoTest, WeReadWhatNumpyWrites) {
                              "a = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5\n"
                              "np.save(d + '/a.npy', a)\n"
                              "np.save(d + '/f.npy', np.asfortranarray(np.ones((2, 3))))\n"
-                             "np.save(d + '/i.npy', np.arange(4))\n"
+                             "np.save(d + '/i.npy', np.arange(4, dtype=np.int64) - 1)\n"
+                             "np.save(d + '/u.npy', np.arange(4, dtype=np.int32))\n"
                              "np.save(d + '/b.npy', np.arange(3, dtype='>f8'))\n"
                              "np.save(d + '/r.npy', np.float64(7.0))\n"
                              "np.savez(d + '/z.npz', w=np.eye(3), bias=np.float32([1, 2]))\n"
@@ -1236,7 +1246,10 @@ TEST_F(IoTest, WeReadWhatNumpyWrites) {
   EXPECT_EQ(r.dim(), 0);
   EXPECT_EQ(r.item(), 7.0);
   EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("f.npy")); }), {"Fortran"}));
-  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("i.npy")); }), {"has dtype '<i8'"}));
+  const sg::Tensor i = sg::load_npy(path("i.npy"));
+  EXPECT_EQ(i.dtype(), sg::kInt64);
+  EXPECT_EQ(i.to_vector_as<int64_t>(), (std::vector<int64_t>{-1, 0, 1, 2}));
+  EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("u.npy")); }), {"has dtype '<i4'"}));
   EXPECT_TRUE(contains_all(sgtest::message_of([&] { sg::load_npy(path("b.npy")); }), {"big-endian"}));
   const sg::NamedTensors z = sg::load_npz(path("z.npz"));
   ASSERT_EQ(z.size(), 2u);

@@ -35,7 +35,7 @@ struct LoadOptions {
   LoadOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
 };
 
-/// Writes `t` (any rank, float32 '<f4' or float64 '<f8', C order) as a .npy file; a tensor
+/// Writes `t` (any rank, float32 '<f4', float64 '<f8' or int64 '<i8', C order) as a .npy file; a tensor
 /// on a GPU is copied to the host first. The file is written to a temporary name and renamed,
 /// so a failed save never leaves a half-written file at `path`. Throws sg::Error naming the
 /// path when it cannot be written. Example: `sg::save_npy("weight.npy", layer.weight);`
