@@ -123,6 +123,7 @@ Tensor project_gradient(const Tensor& g, Structure s) {
     case Structure::Dense: return detail::alias_with(g, g.shape(), Structure::Dense);
     case Structure::UpperTriangular: return math().triu(g);
     case Structure::Symmetric: return math().sym(g);
+    case Structure::LowerTriangular: return math().tril(g);
   }
   return g;
 }

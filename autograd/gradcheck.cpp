@@ -85,6 +85,7 @@ std::vector<std::vector<int64_t>> basis(const Tensor& t) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j) {
       if (t.structure() == Structure::UpperTriangular || i == j) out.push_back({i * n + j});
+      else if (t.structure() == Structure::LowerTriangular) out.push_back({j * n + i});
       else out.push_back({i * n + j, j * n + i});
     }
   return out;
@@ -98,8 +99,11 @@ std::vector<double> random_direction(const Tensor& t, std::mt19937_64& rng) {
   if (t.dim() == 2 && t.structure() != Structure::Dense) {
     const int64_t n = t.size(0);
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < i; ++j)
-        e[i * n + j] = t.structure() == Structure::UpperTriangular ? 0.0 : e[j * n + i];
+      for (int64_t j = 0; j < i; ++j) {
+        if (t.structure() == Structure::UpperTriangular) e[i * n + j] = 0.0;
+        if (t.structure() == Structure::LowerTriangular) e[j * n + i] = 0.0;
+        if (t.structure() == Structure::Symmetric) e[i * n + j] = e[j * n + i];
+      }
   }
   return e;
 }
@@ -168,16 +172,19 @@ GradcheckResult gradcheck(const Fn& f, const std::vector<Tensor>& inputs, const 
     for (int r = 0; r < o.random_directions; ++r)
       if (!check_direction(random_direction(x, rng), "random direction " + std::to_string(r))) return result;
     // Entries a structure ignores get exactly zero gradient.
-    if (x.dim() == 2 && x.structure() == Structure::UpperTriangular) {
+    const bool upper = x.structure() == Structure::UpperTriangular, lower = x.structure() == Structure::LowerTriangular;
+    if (x.dim() == 2 && (upper || lower)) {
       const int64_t n = x.size(0);
       for (int64_t a = 0; a < n; ++a)
-        for (int64_t b = 0; b < a; ++b)
-          if (grads[i][a * n + b] != 0.0) {
+        for (int64_t b = 0; b < a; ++b) {
+          const int64_t r = upper ? a : b, c = upper ? b : a;  // an entry of the zero triangle
+          if (grads[i][r * n + c] != 0.0) {
             std::ostringstream s;
-            s << describe(i, x) << " entry (" << a << ", " << b << "): gradient below the diagonal is "
-              << grads[i][a * n + b] << ", expected exactly 0";
+            s << describe(i, x) << " entry (" << r << ", " << c << "): gradient " << (upper ? "below" : "above")
+              << " the diagonal is " << grads[i][r * n + c] << ", expected exactly 0";
             return fail(s.str());
           }
+        }
     }
   }
 

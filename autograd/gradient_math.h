@@ -10,6 +10,7 @@ namespace sg::autograd {
 struct GradientMath {
   Tensor (*add)(const Tensor& a, const Tensor& b) = nullptr;  ///< a + b, same shape
   Tensor (*triu)(const Tensor& g) = nullptr;                  ///< the projection onto UpperTriangular
+  Tensor (*tril)(const Tensor& g) = nullptr;                  ///< the projection onto LowerTriangular
   Tensor (*sym)(const Tensor& g) = nullptr;                   ///< the projection onto Symmetric, (g + gᵀ)/2
 };
 

@@ -1,5 +1,5 @@
 // The matmul op family timed through the public API only — every structure pair of
-// {Dense, Upper, Symmetric} and gram, forward and forward + backward — so that one source times any
+// {Dense, Upper, Symmetric, Lower} and gram, forward and forward + backward — so that one source times any
 // build of the library, and two builds can be compared in one run on one GPU (scripts/device_ab.sh).
 // CUDA events on the library's stream, three warm-ups, the median of --reps, inputs rotated through
 // enough copies to exceed the L2 cache. Prints one line per workload and writes a CSV with --csv.
@@ -89,13 +89,14 @@ double median_ms(int reps, const std::function<void(int)>& body) {
   return times[times.size() / 2];
 }
 
-enum Kind { kDense, kUpper, kSym };
-const char* const kNames[] = {"dense", "upper", "sym"};
+enum Kind { kDense, kUpper, kSym, kLower, kKinds };
+const char* const kNames[] = {"dense", "upper", "sym", "lower"};
 
 sg::Tensor random_of(Kind kind, int64_t n, sg::TensorOptions options) {
   switch (kind) {
     case kUpper: return sg::UpperTriangular::randn(n, options);
     case kSym: return sg::Symmetric::randn(n, options);
+    case kLower: return sg::LowerTriangular::randn(n, options);
     default: return sg::randn({n, n}, options);
   }
 }
@@ -122,8 +123,8 @@ int main(int argc, char** argv) {
       const double bytes = double(n) * double(n) * double(sg::element_size(dtype));
       const int sets = static_cast<int>(std::min(8.0, std::max(1.0, std::ceil(3.0 * l2 / (2.0 * bytes)))));
       sg::manual_seed(7);
-      std::vector<sg::Tensor> inputs[3][2];
-      for (int kind = 0; kind < 3; ++kind)
+      std::vector<sg::Tensor> inputs[kKinds][2];
+      for (int kind = 0; kind < kKinds; ++kind)
         for (int side = 0; side < 2; ++side)
           for (int s = 0; s < sets; ++s) inputs[kind][side].push_back(random_of(Kind(kind), n, on_gpu));
       const sg::Tensor upstream = sg::randn({n, n}, on_gpu);
@@ -135,8 +136,8 @@ int main(int argc, char** argv) {
                        fwd, fwd_bwd);
         std::fflush(stdout);
       };
-      for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b) {
+      for (int a = 0; a < kKinds; ++a) {
+        for (int b = 0; b < kKinds; ++b) {
           std::vector<sg::Tensor>& xs = inputs[a][0];
           std::vector<sg::Tensor>& ys = inputs[b][1];
           const double fwd = median_ms(options.reps, [&](int r) {

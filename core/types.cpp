@@ -46,6 +46,7 @@ const char* structure_name(Structure s) {
     case Structure::Dense: return "Dense";
     case Structure::UpperTriangular: return "UpperTriangular";
     case Structure::Symmetric: return "Symmetric";
+    case Structure::LowerTriangular: return "LowerTriangular";
   }
   return "?";
 }

@@ -216,14 +216,17 @@ __device__ __forceinline__ unsigned long long bits_of(double v) {
 }
 __device__ __forceinline__ unsigned long long bits_of(float v) { return __float_as_uint(v); }
 
+/// triu (lower = false) keeps c − r >= diagonal; tril (lower = true) keeps c − r <= diagonal.
 template <typename T>
-struct TriuMap {
+struct TriangleMap {
   const T* x;
   T* out;
   int64_t cols, diagonal;
+  bool lower;
   __device__ void operator()(int64_t i) const {
     const int64_t r = i / cols, c = i - r * cols;
-    out[i] = c - r >= diagonal ? x[i] : T(0);
+    const bool keep = lower ? c - r <= diagonal : c - r >= diagonal;
+    out[i] = keep ? x[i] : T(0);
   }
 };
 
@@ -249,15 +252,13 @@ struct StructureViolationMap {
   const T* x;
   unsigned long long* first_bad;
   int64_t rows, cols;
-  bool symmetric;
+  Structure structure;
   __device__ void operator()(int64_t i) const {
     const int64_t r = i / cols, c = i - r * cols;
-    bool bad;
-    if (symmetric) {
-      bad = r < c && bits_of(x[i]) != bits_of(x[c * cols + r]);
-    } else {
-      bad = r > c && x[i] != T(0);
-    }
+    bool bad = false;
+    if (structure == Structure::Symmetric) bad = r < c && bits_of(x[i]) != bits_of(x[c * cols + r]);
+    if (structure == Structure::UpperTriangular) bad = r > c && x[i] != T(0);
+    if (structure == Structure::LowerTriangular) bad = r < c && x[i] != T(0);
     if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
   }
 };
@@ -540,7 +541,21 @@ void CudaBackend::triu(const Tensor& x, Tensor& out, int64_t diagonal) {
   DeviceGuard guard(device_);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_for_each("triu", device_, rows * cols, TriuMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal});
+    launch_for_each("triu", device_, rows * cols, TriangleMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal, false});
+  });
+}
+
+void CudaBackend::tril(const Tensor& x, Tensor& out, int64_t diagonal) {
+  expect_on_device("tril", x);
+  expect_on_device("tril", out);
+  int64_t rows = 0, cols = 0;
+  matrix_dims("tril", x, &rows, &cols);
+  SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda tril: output ", out.shape(),
+           " does not match input ", x.shape());
+  DeviceGuard guard(device_);
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_for_each("tril", device_, rows * cols, TriangleMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal, true});
   });
 }
 
@@ -615,7 +630,7 @@ int64_t CudaBackend::find_structure_violation(const Tensor& x, Structure s) {
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_for_each("find_structure_violation", device_, rows * cols,
-                    StructureViolationMap<T>{data_of<T>(x), first_bad_ptr, rows, cols, symmetric});
+                    StructureViolationMap<T>{data_of<T>(x), first_bad_ptr, rows, cols, s});
   });
   unsigned long long result = 0;
   SG_CUDA_CHECK(cudaMemcpyAsync(&result, first_bad_ptr, sizeof(result), cudaMemcpyDeviceToHost, st));

@@ -35,6 +35,7 @@ class CudaBackend final : public Backend {
 
   void transpose(const Tensor& x, Tensor& out) override;
   void triu(const Tensor& x, Tensor& out, int64_t diagonal) override;
+  void tril(const Tensor& x, Tensor& out, int64_t diagonal) override;
   void symmetrize(const Tensor& x, Tensor& out) override;
   void diagonal(const Tensor& x, Tensor& out) override;
   void set_diagonal(const Tensor& x, const Tensor& d, Tensor& out) override;

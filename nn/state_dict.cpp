@@ -24,6 +24,7 @@ void check_structure(const std::string& name, const Tensor& param, const Tensor&
   NoGradGuard guard;
   try {
     if (s == Structure::UpperTriangular) as_upper(value.detach().dense());
+    if (s == Structure::LowerTriangular) as_lower(value.detach().dense());
     if (s == Structure::Symmetric) as_symmetric(value.detach().dense());
   } catch (const Error& e) {
     SG_FAIL("load_state_dict: parameter '", name, "' is ", structure_name(s), " but the incoming values are not (",

@@ -146,14 +146,16 @@ class Backend {
   virtual void transpose(const Tensor& x, Tensor& out) = 0;
   /// out[i][j] = (j − i >= diagonal) ? x[i][j] : 0, for x of shape [r, c].
   virtual void triu(const Tensor& x, Tensor& out, int64_t diagonal) = 0;
+  /// out[i][j] = (j − i <= diagonal) ? x[i][j] : 0, for x of shape [r, c].
+  virtual void tril(const Tensor& x, Tensor& out, int64_t diagonal) = 0;
   /// out = (x + xᵀ)/2 for square x, mirrored bit for bit.
   virtual void symmetrize(const Tensor& x, Tensor& out) = 0;
   /// out[i] = x[i][i] for square x.
   virtual void diagonal(const Tensor& x, Tensor& out) = 0;
   /// out = x with its diagonal replaced by d (out may alias nothing).
   virtual void set_diagonal(const Tensor& x, const Tensor& d, Tensor& out) = 0;
-  /// Row-major index of the first entry that breaks `s` (Upper: i > j and x != 0;
-  /// Symmetric: i < j and x[i][j] != x[j][i] bitwise), or −1. Synchronises.
+  /// Row-major index of the first entry that breaks `s` (Upper: i > j and x != 0; Lower: i < j
+  /// and x != 0; Symmetric: i < j and x[i][j] != x[j][i] bitwise), or −1. Synchronises.
   virtual int64_t find_structure_violation(const Tensor& x, Structure s) = 0;
 
   /// Counter-based random numbers: element i uses counter offset + i under `seed`, so the

@@ -34,10 +34,12 @@ static bool maps_zero_to_zero(UnaryOp op, double alpha) {
   }
 }
 
+/// Upper or Lower: a structure whose other triangle is exact zeros.
+static bool triangular(Structure s) { return s == Structure::UpperTriangular || s == Structure::LowerTriangular; }
+
 Structure unary_structure(int op, double alpha, Structure in) {
   if (in == Structure::Symmetric) return Structure::Symmetric;
-  if (in == Structure::UpperTriangular && maps_zero_to_zero(static_cast<UnaryOp>(op), alpha))
-    return Structure::UpperTriangular;
+  if (triangular(in) && maps_zero_to_zero(static_cast<UnaryOp>(op), alpha)) return in;
   return Structure::Dense;
 }
 
@@ -111,16 +113,17 @@ Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const 
   const Structure sa = a.shape() == out_shape ? a.structure() : Structure::Dense;
   const Structure sb = b.shape() == out_shape ? b.structure() : Structure::Dense;
   const int64_t n = out_shape.size() == 2 ? out_shape[0] : -1;
-  auto upper = [](Structure s) { return s == Structure::UpperTriangular; };
   auto symmetric = [](Structure s) { return s == Structure::Symmetric; };
   switch (op) {
     case BinaryOp::Mul:
-      if (upper(sa) || upper(sb)) return Structure::UpperTriangular;
+      // Upper ⊙ Lower is diagonal, both at once: it is tagged Upper.
+      if (sa == Structure::UpperTriangular || sb == Structure::UpperTriangular) return Structure::UpperTriangular;
+      if (sa == Structure::LowerTriangular || sb == Structure::LowerTriangular) return Structure::LowerTriangular;
       if ((symmetric(sa) && (symmetric(sb) || is_scalar_like(b))) || (symmetric(sb) && is_scalar_like(a)))
         return Structure::Symmetric;
       return Structure::Dense;
     case BinaryOp::Div:
-      if (upper(sa) && (is_scalar_like(b) || is_vector_like(b, n))) return Structure::UpperTriangular;
+      if (triangular(sa) && (is_scalar_like(b) || is_vector_like(b, n))) return sa;
       if ((symmetric(sa) && (symmetric(sb) || is_scalar_like(b))) || (symmetric(sb) && is_scalar_like(a)))
         return Structure::Symmetric;
       return Structure::Dense;
@@ -133,13 +136,14 @@ Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const 
   }
 }
 
-/// An UpperTriangular result whose kernel may have written non-zeros below the diagonal
-/// (0·inf = NaN from an operand that is not upper, or a non-finite scalar) gets them zeroed:
+/// A triangular result whose kernel may have written non-zeros in its zero triangle (0·inf = NaN
+/// from an operand that is not triangular alike, or a non-finite scalar) gets them zeroed:
 /// entries a structure ignores stay exact zeros, whatever non-finite values meet them.
-static Tensor keep_upper_zeros(const Tensor& out) {
+static Tensor keep_triangle_zeros(const Tensor& out) {
   if (out.numel() == 0) return out;
-  Tensor fixed = empty_like(out, Structure::UpperTriangular);
-  backend_of(out).triu(out, fixed, 0);
+  Tensor fixed = empty_like(out, out.structure());
+  if (out.structure() == Structure::LowerTriangular) backend_of(out).tril(out, fixed, 0);
+  else backend_of(out).triu(out, fixed, 0);
   return fixed;
 }
 
@@ -147,7 +151,7 @@ static Tensor keep_upper_zeros(const Tensor& out) {
 Tensor unary_raw(UnaryOp op, const Tensor& x, double alpha) {
   Tensor out = empty_like(x, unary_structure(static_cast<int>(op), alpha, x.structure()));
   if (x.numel() > 0) backend_of(x).unary(op, x, out, alpha);
-  if (out.structure() == Structure::UpperTriangular && !std::isfinite(alpha)) return keep_upper_zeros(out);
+  if (triangular(out.structure()) && !std::isfinite(alpha)) return keep_triangle_zeros(out);
   return out;
 }
 
@@ -158,10 +162,10 @@ Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& 
   const Broadcast bc = make_broadcast(name, a.shape(), b.shape(), out_shape);
   Tensor out = make_tensor(out_shape, a.dtype(), a.device(), structure);
   if (out.numel() > 0) backend_of(a).binary(op, a, b, out, bc, alpha);
-  // Every binary op maps (0, 0) to 0 for finite alpha, so two upper operands give an upper result.
-  const bool both_upper = a.structure() == Structure::UpperTriangular && b.structure() == Structure::UpperTriangular &&
-                          bc.same && std::isfinite(alpha);
-  if (structure == Structure::UpperTriangular && !both_upper) return keep_upper_zeros(out);
+  // Every binary op maps (0, 0) to 0 for finite alpha, so two operands triangular alike give a
+  // result triangular alike.
+  const bool both_alike = a.structure() == structure && b.structure() == structure && bc.same && std::isfinite(alpha);
+  if (triangular(structure) && !both_alike) return keep_triangle_zeros(out);
   return out;
 }
 
@@ -170,8 +174,7 @@ Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& 
 static Structure grad_structure(BinaryOp op, const Tensor& g, const Tensor& x) {
   if (g.structure() == Structure::Symmetric && x.structure() == Structure::Symmetric) return Structure::Symmetric;
   const bool finite_at_zero = op != BinaryOp::SqrtGrad && op != BinaryOp::PowGrad && op != BinaryOp::Div;
-  if (g.structure() == Structure::UpperTriangular && finite_at_zero && g.shape() == x.shape())
-    return Structure::UpperTriangular;
+  if (triangular(g.structure()) && finite_at_zero && g.shape() == x.shape()) return g.structure();
   return Structure::Dense;
 }
 

@@ -30,23 +30,17 @@ namespace {
 
 std::atomic<Precision> current_precision{Precision::Float32};
 
-struct MatmulRule {
-  Structure result;
-  OutputMask mask;
-};
+// (lhs, rhs) → result structure. Only Upper·Upper and Lower·Lower keep a structure: S·T is
+// symmetric only when S and T commute, and U·L, U·S, S·U, U·D… have no zero pattern to keep.
+// Indexed by Structure: Dense, UpperTriangular, Symmetric, LowerTriangular.
+constexpr Structure D = Structure::Dense, U = Structure::UpperTriangular, L = Structure::LowerTriangular;
+//                                        rhs: Dense  Upper  Symmetric  Lower
+constexpr Structure kMatmulTable[4][4] = {/* lhs Dense     */ {D, D, D, D},
+                                          /* lhs Upper     */ {D, U, D, D},
+                                          /* lhs Symmetric */ {D, D, D, D},
+                                          /* lhs Lower     */ {D, D, D, L}};
 
-// (lhs, rhs) → result. Only Upper·Upper keeps a structure: S·T is symmetric only when S
-// and T commute, and U·S, S·U, U·D… have no zero pattern to keep.
-//                                   rhs: Dense                              Upper                                   Symmetric
-constexpr MatmulRule kMatmulTable[3][3] = {
-    /* lhs Dense     */ {{Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}},
-    /* lhs Upper     */ {{Structure::Dense, OutputMask::Full}, {Structure::UpperTriangular, OutputMask::Upper}, {Structure::Dense, OutputMask::Full}},
-    /* lhs Symmetric */ {{Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}, {Structure::Dense, OutputMask::Full}},
-};
-
-const MatmulRule& matmul_rule(Structure a, Structure b) {
-  return kMatmulTable[static_cast<int>(a)][static_cast<int>(b)];
-}
+Structure matmul_rule(Structure a, Structure b) { return kMatmulTable[static_cast<int>(a)][static_cast<int>(b)]; }
 
 /// The descriptor of op(X) for a tensor of structure s read transposed or not. An
 /// UpperTriangular tensor holds exact zeros below its diagonal and a Symmetric one its mirror bit
@@ -56,8 +50,19 @@ GemmOperand operand(Structure s, bool trans) {
     case Structure::Dense: return {OperandKind::Dense, trans};
     case Structure::UpperTriangular: return {trans ? OperandKind::Lower : OperandKind::Upper, trans, true};
     case Structure::Symmetric: return {OperandKind::Symmetric, false, false, true};
+    case Structure::LowerTriangular: return {trans ? OperandKind::Upper : OperandKind::Lower, trans, true};
   }
   return {OperandKind::Dense, trans};
+}
+
+/// The descriptor of op(X)ᵀ read from the same storage: the trans flag flips, and so do Upper and
+/// Lower (a Symmetric operand reads the same either way).
+GemmOperand flipped(GemmOperand d) {
+  if (d.kind == OperandKind::Symmetric) return d;
+  d.trans = !d.trans;
+  if (d.kind == OperandKind::Upper) d.kind = OperandKind::Lower;
+  else if (d.kind == OperandKind::Lower) d.kind = OperandKind::Upper;
+  return d;
 }
 
 /// The descriptor of op(a)ᵀ read from the copy the forward wrote (product's `at`; a not transposed):
@@ -77,6 +82,13 @@ GemmOperand gradient_operand(Structure s, bool trans) {
 
 OutputMask mask_for_gradient(Structure input) {
   return input == Structure::UpperTriangular ? OutputMask::Upper : OutputMask::Full;
+}
+
+/// The structure op(a)·op(b) keeps: Upper when both are upper, Lower when both are lower.
+Structure product_structure(GemmOperand da, GemmOperand db) {
+  if (da.kind == OperandKind::Upper && db.kind == OperandKind::Upper) return Structure::UpperTriangular;
+  if (da.kind == OperandKind::Lower && db.kind == OperandKind::Lower) return Structure::LowerTriangular;
+  return Structure::Dense;
 }
 
 Structure structure_of(OutputMask mask) {
@@ -146,28 +158,43 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   return c;
 }
 
-/// Projects a full gradient product onto a Symmetric input's subspace.
-Tensor finish_gradient(const Tensor& full, Structure input) {
-  return input == Structure::Symmetric ? Tensor(sym(full)) : full;
+/// tril(alpha · op(a) · op(b)), tagged LowerTriangular. The kernels compute upper parts only, so it
+/// runs as the transposed product, triu(op(b)ᵀ · op(a)ᵀ), and one transpose of the result.
+Tensor gemm_lower_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, double alpha) {
+  const Tensor upper = gemm_raw(b, flipped(db), a, flipped(da), OutputMask::Upper, alpha);
+  Tensor c = detail::make_tensor({upper.size(1), upper.size(0)}, a.dtype(), a.device(), Structure::LowerTriangular);
+  if (c.numel() > 0) detail::backend_of(a).transpose(upper, c);
+  return c;
+}
+
+/// proj_s(alpha · op(a) · op(b)) for an input of structure s: the Upper mask for Upper, the Lower
+/// product for Lower, the full product then (X + Xᵀ)/2 for Symmetric, the full product for Dense.
+Tensor projected_product(Structure s, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, double alpha) {
+  if (s == Structure::LowerTriangular) return gemm_lower_raw(a, da, b, db, alpha);
+  const Tensor c = gemm_raw(a, da, b, db, mask_for_gradient(s), alpha);
+  return s == Structure::Symmetric ? Tensor(sym(c)) : c;
 }
 
 /// The differentiable product C = op(a)·op(b) with the structure rule of the table.
 Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool tb) {
   const Structure sa = a.structure(), sb = b.structure();
   const GemmOperand da = operand(sa, ta), db = operand(sb, tb);
-  // Upper only when both op(a) and op(b) are upper (matmul's Upper·Upper).
-  const bool both_upper = da.kind == OperandKind::Upper && db.kind == OperandKind::Upper;
-  const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
+  // Upper when both op(a) and op(b) are upper, Lower when both are lower.
+  const Structure result = product_structure(da, db);
   // dB = op(a)ᵀ·G reads op(a)ᵀ, which the CUDA TF32 kernels take outer-major only: a copy of a. The
   // forward lets the kernel that reads a's tiles anyway write it (GemmProblem::at); the backward then
   // reads it instead of copying a. It is kept from the forward to the backward: a [k, m] tensor per
   // such product.
   Tensor at;
-  const bool offer_at = !ta && !tb && sa != Structure::Symmetric && autograd::needs_record({b});
-  Tensor c = gemm_raw(a, da, b, db, mask, 1.0, offer_at ? &at : nullptr);
+  const bool offer_at = !ta && !tb && (sa == Structure::Dense || sa == Structure::UpperTriangular) &&
+                        result != Structure::LowerTriangular && autograd::needs_record({b});
+  Tensor c = result == Structure::LowerTriangular
+                 ? gemm_lower_raw(a, da, b, db, 1.0)
+                 : gemm_raw(a, da, b, db, result == Structure::UpperTriangular ? OutputMask::Upper : OutputMask::Full,
+                            1.0, offer_at ? &at : nullptr);
   if (!autograd::needs_record({a, b})) return c;
 
-  const Structure sc = c.structure();  // Dense or Upper
+  const Structure sc = c.structure();  // Dense, Upper or Lower
   const bool saved_at = at.defined();
   auto backward = [sa, sb, sc, ta, tb, saved_at](autograd::BackwardContext& ctx) {
     // G unprojected: read through C's structure, an Upper descriptor ignores its lower
@@ -177,20 +204,17 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
     Tensor da_grad, db_grad;
     if (ctx.needs(0)) {
       // dop(a) = G · op(b)ᵀ;  when a was read transposed, da = op(b) · Gᵀ.
-      da_grad = ta ? gemm_raw(b_saved, operand(sb, tb), g, gradient_operand(sc, true), mask_for_gradient(sa), 1.0)
-                   : gemm_raw(g, gradient_operand(sc, false), b_saved, operand(sb, !tb), mask_for_gradient(sa), 1.0);
-      da_grad = finish_gradient(da_grad, sa);
+      da_grad = ta ? projected_product(sa, b_saved, operand(sb, tb), g, gradient_operand(sc, true), 1.0)
+                   : projected_product(sa, g, gradient_operand(sc, false), b_saved, operand(sb, !tb), 1.0);
     }
     if (ctx.needs(1)) {
       // dop(b) = op(a)ᵀ · G;  when b was read transposed, db = Gᵀ · op(a). op(a)ᵀ from the forward's
       // copy where it wrote one: the same values, outer-major (a Lower operand for an Upper a).
       if (saved_at)
-        db_grad = gemm_raw(ctx.saved[2], transposed_copy_operand(sa), g, gradient_operand(sc, false),
-                           mask_for_gradient(sb), 1.0);
+        db_grad = projected_product(sb, ctx.saved[2], transposed_copy_operand(sa), g, gradient_operand(sc, false), 1.0);
       else
-        db_grad = tb ? gemm_raw(g, gradient_operand(sc, true), a_saved, operand(sa, ta), mask_for_gradient(sb), 1.0)
-                     : gemm_raw(a_saved, operand(sa, !ta), g, gradient_operand(sc, false), mask_for_gradient(sb), 1.0);
-      db_grad = finish_gradient(db_grad, sb);
+        db_grad = tb ? projected_product(sb, g, gradient_operand(sc, true), a_saved, operand(sa, ta), 1.0)
+                     : projected_product(sb, a_saved, operand(sa, !ta), g, gradient_operand(sc, false), 1.0);
     }
     return std::vector<Tensor>{da_grad, db_grad};
   };
@@ -245,16 +269,19 @@ void bump_version(const Tensor& out) {
 }
 
 /// Writes proj_s(op(x)·op(y)) into out, operands read through their structures: the Upper mask
-/// for an UpperTriangular s, the full product then (X + Xᵀ)/2 for a Symmetric one.
+/// for an UpperTriangular s, the full product then tril for a LowerTriangular one, or (X + Xᵀ)/2
+/// for a Symmetric one.
 void projected_product_into(Tensor& out, Structure s, const Tensor& x, GemmOperand dx, const Tensor& y,
                             GemmOperand dy, double alpha, Precision precision) {
-  if (s != Structure::Symmetric) {
+  if (s == Structure::Dense || s == Structure::UpperTriangular) {
     gemm_into(out, x, dx, y, dy, mask_for_gradient(s), alpha, precision, false, nullptr);
     return;
   }
   Tensor full = detail::empty_like(out);
   gemm_into(full, x, dx, y, dy, OutputMask::Full, alpha, precision, false, nullptr);
-  if (full.numel() > 0) detail::backend_of(full).symmetrize(full, out);
+  if (full.numel() == 0) return;
+  if (s == Structure::Symmetric) detail::backend_of(full).symmetrize(full, out);
+  else detail::backend_of(full).tril(full, out, 0);
 }
 
 }  // namespace
@@ -272,15 +299,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
            " cannot be multiplied");
   if (a.dim() == 1) return reshape(matmul(reshape(a, {1, a.size(0)}), b), {-1});
   if (b.dim() == 1) return reshape(matmul(a, reshape(b, {b.size(0), 1})), {-1});
-  const MatmulRule& rule = matmul_rule(a.structure(), b.structure());
+  const Structure rule = matmul_rule(a.structure(), b.structure());
   Tensor c = product("matmul", a, false, b, false);
-  SG_CHECK(c.structure() == rule.result, "matmul: internal error, the product of ", a.structure(), " and ",
+  SG_CHECK(c.structure() == rule, "matmul: internal error, the product of ", a.structure(), " and ",
            b.structure(), " came out ", c.structure());
   return c;
 }
 
 UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b) {
   return UpperTriangular(matmul(static_cast<const Tensor&>(a), static_cast<const Tensor&>(b)));
+}
+
+LowerTriangular matmul(const LowerTriangular& a, const LowerTriangular& b) {
+  return LowerTriangular(matmul(static_cast<const Tensor&>(a), static_cast<const Tensor&>(b)));
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
@@ -312,9 +343,8 @@ Symmetric gram(const Tensor& a) {
       // onto C's structure (gram does not read it through the structure), a Symmetric tensor whose
       // mirror is stored, so G passes as operand(Symmetric) does.
       const Tensor& g = ctx.grad_outputs[0];
-      Tensor da = gemm_raw(g, operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false),
-                           mask_for_gradient(sa), 2.0);
-      return std::vector<Tensor>{finish_gradient(da, sa)};
+      return std::vector<Tensor>{
+          projected_product(sa, g, operand(Structure::Symmetric, false), ctx.saved[0], operand(sa, false), 2.0)};
     });
   }
   return Symmetric(c);
@@ -328,6 +358,8 @@ void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, S
   SG_CHECK(a.size(1) == b.size(0), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
   check_output(op, "out", out, {a.size(0), b.size(1)}, a, {&a, &b});
   bump_version(out);
+  // A product of two lower operands comes out lower of itself: read through the structures, the
+  // entries above the diagonal are sums of exact zeros.
   const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
   const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
   gemm_into(out, a, gradient_operand(a_as, false), b, gradient_operand(b_as, false), mask, 1.0, precision, false,
@@ -345,8 +377,7 @@ void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, co
   SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == b.size(1), op, ": expected grad of shape [", a.size(0), ", ",
            b.size(1), "], got ", grad.shape());
   // The product's structure: G is read through it, so an Upper product ignores G's lower triangle.
-  const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
-  const Structure sc = both_upper ? Structure::UpperTriangular : Structure::Dense;
+  const Structure sc = product_structure(gradient_operand(a_as, false), gradient_operand(b_as, false));
   if (a_grad.defined()) check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &b, &grad});
   if (b_grad.defined()) {
     check_output(op, "b_grad", b_grad, b.shape(), a, {&a, &b, &grad});

@@ -11,7 +11,11 @@ Tensor transpose(const Tensor& x) {
   detail::check_floating("transpose", x);
   SG_CHECK(x.dim() <= 2, "transpose: expected a 1-D or 2-D tensor, got shape ", x.shape());
   if (x.dim() < 2 || x.structure() == Structure::Symmetric) return x;  // Sᵀ = S
-  Tensor out = detail::empty_on(x, {x.size(1), x.size(0)});  // Uᵀ is lower: Dense
+  // Uᵀ is lower and Lᵀ upper: the tag follows the zeros.
+  const Structure s = x.structure() == Structure::UpperTriangular   ? Structure::LowerTriangular
+                      : x.structure() == Structure::LowerTriangular ? Structure::UpperTriangular
+                                                                    : Structure::Dense;
+  Tensor out = detail::empty_on(x, {x.size(1), x.size(0)}, s);
   if (out.numel() > 0) detail::backend_of(x).transpose(x, out);
   if (autograd::needs_record({x})) {
     autograd::record("transpose", {x}, {out}, {}, [](autograd::BackwardContext& ctx) {

@@ -96,6 +96,7 @@ const char* producer_name(const Tensor& t) {
 Tensor add_tensors(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor triu_tensor(const Tensor& g) { return triu(g); }
 Tensor sym_tensor(const Tensor& g) { return sym(g); }
+Tensor tril_tensor(const Tensor& g) { return tril(g); }
 
 bool install() {
   TensorMethods methods;
@@ -113,6 +114,7 @@ bool install() {
   math.add = add_tensors;
   math.triu = triu_tensor;
   math.sym = sym_tensor;
+  math.tril = tril_tensor;
   autograd::set_gradient_math(math);
   return true;
 }

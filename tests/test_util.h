@@ -101,13 +101,14 @@ inline ::testing::AssertionResult same_ieee(double got, double want) {
 inline sg::Tensor random_structured(sg::Structure s, int64_t n, sg::TensorOptions o) {
   switch (s) {
     case sg::Structure::UpperTriangular: return sg::UpperTriangular::randn(n, o);
+    case sg::Structure::LowerTriangular: return sg::LowerTriangular::randn(n, o);
     case sg::Structure::Symmetric: return sg::Symmetric::randn(n, o);
     default: return sg::randn({n, n}, o);
   }
 }
 
 /// Checks the tag's invariant on the values (not trusting the tag): exact zeros below an
-/// UpperTriangular diagonal, bit-for-bit mirrored entries of a Symmetric.
+/// UpperTriangular diagonal and above a LowerTriangular one, bit-for-bit mirrored entries of a Symmetric.
 inline ::testing::AssertionResult holds_invariant(const sg::Tensor& t) {
   if (t.structure() == sg::Structure::Dense) return ::testing::AssertionSuccess();
   const auto v = t.to_vector();
@@ -116,6 +117,8 @@ inline ::testing::AssertionResult holds_invariant(const sg::Tensor& t) {
     for (int64_t j = 0; j < i; ++j) {
       if (t.structure() == sg::Structure::UpperTriangular && v[i * n + j] != 0.0)
         return ::testing::AssertionFailure() << "entry (" << i << ", " << j << ") = " << v[i * n + j];
+      if (t.structure() == sg::Structure::LowerTriangular && v[j * n + i] != 0.0)
+        return ::testing::AssertionFailure() << "entry (" << j << ", " << i << ") = " << v[j * n + i];
       if (t.structure() == sg::Structure::Symmetric && v[i * n + j] != v[j * n + i])
         return ::testing::AssertionFailure() << "entries (" << i << ", " << j << ") and (" << j << ", " << i << ")";
     }

@@ -250,6 +250,17 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void tril(const Tensor& x, Tensor& out, int64_t diagonal) override {
+    dispatch_dtype(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = ptr<T>(x);
+      T* o = ptr<T>(out);
+      const int64_t rows = x.size(0), cols = x.size(1);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) o[i * cols + j] = (j - i <= diagonal) ? in[i * cols + j] : T(0);
+    });
+  }
+
   void symmetrize(const Tensor& x, Tensor& out) override {
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
@@ -291,10 +302,11 @@ class CpuBackend final : public Backend {
       const int64_t n = x.size(0);
       for (int64_t i = 0; i < n && found < 0; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          const bool bad = s == Structure::UpperTriangular
-                               ? (i > j && in[i * n + j] != T(0))
-                               : (s == Structure::Symmetric && i < j &&
-                                  std::memcmp(&in[i * n + j], &in[j * n + i], sizeof(T)) != 0);
+          bool bad = false;
+          if (s == Structure::UpperTriangular) bad = i > j && in[i * n + j] != T(0);
+          if (s == Structure::LowerTriangular) bad = i < j && in[i * n + j] != T(0);
+          if (s == Structure::Symmetric)
+            bad = i < j && std::memcmp(&in[i * n + j], &in[j * n + i], sizeof(T)) != 0;
           if (bad) {
             found = i * n + j;
             break;

@@ -86,15 +86,21 @@ S expected(Op op, S s, Kind k, bool first) {
   const bool vector = k == Kind::Row || k == Kind::Row1n || k == Kind::Column;
   if (k == Kind::Batch) return S::Dense;
   if (k == Kind::SameStructure && op != Op::Div) return s;
-  if (s == S::UpperTriangular) {
-    if (op == Op::Mul) return S::UpperTriangular;
-    if (op == Op::Div && first && (scalar || vector)) return S::UpperTriangular;
+  if (s == S::UpperTriangular || s == S::LowerTriangular) {
+    if (op == Op::Mul) return s;
+    if (op == Op::Div && first && (scalar || vector)) return s;
     return S::Dense;
   }
   // Symmetric: a scalar keeps it (except a scalar added to...: also kept), a row or column breaks it.
   if (k == Kind::SameStructure) return S::Symmetric;  // S / S
   if (scalar) return S::Symmetric;
   return S::Dense;
+}
+
+sg::Tensor structured(S s, const sg::Tensor& x) {
+  if (s == S::UpperTriangular) return sg::triu(x);
+  if (s == S::LowerTriangular) return sg::tril(x);
+  return sg::sym(x);
 }
 
 sg::Tensor operand(Kind k, S s, int64_t n, const sg::TensorOptions& o) {
@@ -107,7 +113,7 @@ sg::Tensor operand(Kind k, S s, int64_t n, const sg::TensorOptions& o) {
     case Kind::Row1n: return positive({1, n});
     case Kind::Column: return positive({n, 1});
     case Kind::DenseMatrix: return positive({n, n});
-    case Kind::SameStructure: return s == S::UpperTriangular ? sg::Tensor(sg::triu(positive({n, n}))) : sg::Tensor(sg::sym(positive({n, n})));
+    case Kind::SameStructure: return structured(s, positive({n, n}));
     case Kind::Batch: return positive({2, n, n});
   }
   return {};
@@ -127,13 +133,12 @@ TEST_P(Broadcast, StructureRulesForEveryOperandShapeAndOrder) {
   const int64_t n = 4;
   sg::manual_seed(9);
   int checked = 0;
-  for (S s : {S::UpperTriangular, S::Symmetric})
+  for (S s : {S::UpperTriangular, S::LowerTriangular, S::Symmetric})
     for (Op op : {Op::Mul, Op::Add, Op::Sub, Op::Div})
       for (Kind k : {Kind::Scalar0d, Kind::Scalar1, Kind::Scalar11, Kind::Row, Kind::Row1n, Kind::Column,
                      Kind::DenseMatrix, Kind::SameStructure, Kind::Batch})
         for (bool first : {true, false}) {
-          const sg::Tensor m = s == S::UpperTriangular ? sg::Tensor(sg::triu(sg::rand({n, n}, f64()) + 0.5))
-                                                       : sg::Tensor(sg::sym(sg::rand({n, n}, f64()) + 0.5));
+          const sg::Tensor m = structured(s, sg::rand({n, n}, f64()) + 0.5);
           const sg::Tensor other = operand(k, s, n, f64());
           const sg::Tensor a = first ? m : other, b = first ? other : m;
           const sg::Tensor got = apply(op, a, b);
@@ -145,12 +150,13 @@ TEST_P(Broadcast, StructureRulesForEveryOperandShapeAndOrder) {
           ASSERT_EQ(v.size(), want.size()) << what;
           for (size_t i = 0; i < v.size(); ++i) {
             const int64_t r = static_cast<int64_t>(i) / n % n, c = static_cast<int64_t>(i) % n;
-            if (got.structure() == S::UpperTriangular && r > c) EXPECT_EQ(v[i], 0.0) << what;
+            if ((got.structure() == S::UpperTriangular && r > c) || (got.structure() == S::LowerTriangular && r < c))
+              EXPECT_EQ(v[i], 0.0) << what;
             else EXPECT_TRUE(sgtest::same_ieee(v[i], want[i])) << what << " at " << i;
           }
           ++checked;
         }
-  EXPECT_EQ(checked, 2 * 4 * 9 * 2);
+  EXPECT_EQ(checked, 3 * 4 * 9 * 2);
 }
 
 TEST_P(Broadcast, TypedOverloadsHoldWhatTheyPromise) {
@@ -164,7 +170,7 @@ TEST_P(Broadcast, TypedOverloadsHoldWhatTheyPromise) {
   EXPECT_EQ(by_column.to_vector(), u.to_vector());
   EXPECT_EQ(message_of([&] { sg::UpperTriangular bad = u * sg::ones({2, 3, 3}, f64()); }),
             "mul: UpperTriangular [3, 3] ⊙ a tensor of shape [2, 3, 3] broadcasts beyond the matrix and is not "
-            "UpperTriangular; multiply upper.dense() for a Dense result");
+            "UpperTriangular; multiply its .dense() for a Dense result");
   EXPECT_EQ(message_of([&] { sg::UpperTriangular bad = u * sg::ones({2}, f64()); }),
             "mul: shapes [3, 3] and [2] cannot be broadcast");
 }

@@ -64,10 +64,10 @@ const Device kCUDA{DeviceType::CUDA, 0};
 /// @}
 
 /// The structure tag of a matrix (DESIGN §1). Structured tensors are square and keep their
-/// invariant through every op: Upper has exact zeros below the diagonal, Symmetric is
-/// mirrored bit for bit. Storage is always the full n×n row-major matrix.
-enum class Structure : uint8_t { Dense, UpperTriangular, Symmetric };
-/// "Dense", "UpperTriangular" or "Symmetric". Example: `sg::structure_name(u.structure())`.
+/// invariant through every op: Upper has exact zeros below the diagonal, Lower above it,
+/// Symmetric is mirrored bit for bit. Storage is always the full n×n row-major matrix.
+enum class Structure : uint8_t { Dense, UpperTriangular, Symmetric, LowerTriangular };
+/// "Dense", "UpperTriangular", "Symmetric" or "LowerTriangular". Example: `sg::structure_name(u.structure())`.
 const char* structure_name(Structure s);
 
 /// Tensor shape, outermost dimension first. Printed as [2, 5].

@@ -1,7 +1,8 @@
 // Structured matrix products. Every product dispatches on both operands' structures
-// through one table (ops/matmul.cpp): Upper·Upper → Upper, every other pair → Dense
-// (Symmetric·Symmetric too: S·T is symmetric only when S and T commute). Backward runs
-// the same structured GEMM, computing only what each input's structure needs.
+// through one table (ops/matmul.cpp): Upper·Upper → Upper, Lower·Lower → Lower, every other of
+// the 16 pairs of {Dense, Upper, Lower, Symmetric} → Dense (Symmetric·Symmetric too: S·T is
+// symmetric only when S and T commute). Backward runs the same structured GEMM, computing only
+// what each input's structure needs.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ Precision matmul_precision();
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// Upper·Upper stays upper, statically. Example: `sg::UpperTriangular c = sg::matmul(u, v);`
 UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b);
+/// Lower·Lower stays lower, statically. Example: `sg::LowerTriangular c = sg::matmul(l, m);`
+LowerTriangular matmul(const LowerTriangular& a, const LowerTriangular& b);
 /// x·wᵀ (+ bias) like torch::nn::functional::linear, with w of any structure: an
 /// UpperTriangular w runs the structured kernel on wᵀ without copying it.
 /// Example: `auto y = sg::linear(x, U, b);`  (x [batch, in], w [out, in], bias [out])

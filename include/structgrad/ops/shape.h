@@ -6,7 +6,7 @@
 namespace sg {
 
 /// xᵀ for a matrix (a copy). transpose(Symmetric) is the same tensor; transpose(Upper) is
-/// Dense (it is lower triangular). 1-D tensors are returned unchanged.
+/// LowerTriangular and transpose(Lower) UpperTriangular. 1-D tensors are returned unchanged.
 /// Example: `auto t = sg::transpose(m);`
 Tensor transpose(const Tensor& x);
 /// A view with another shape (one entry may be −1). The result is Dense.

@@ -1,8 +1,8 @@
-// First-class structured matrices (DESIGN §1). UpperTriangular and Symmetric are typed
-// handles over a square tensor whose Structure tag they guarantee; they convert implicitly
-// to Tensor and work anywhere a Tensor does, including as parameters with .grad().
-// Enter a structure with triu / sym (differentiable projections) or as_upper / as_symmetric
-// (checked); leave it with .dense().
+// First-class structured matrices (DESIGN §1). UpperTriangular, LowerTriangular and Symmetric
+// are typed handles over a square tensor whose Structure tag they guarantee; they convert
+// implicitly to Tensor and work anywhere a Tensor does, including as parameters with .grad().
+// Enter a structure with triu / tril / sym (differentiable projections) or as_upper / as_lower /
+// as_symmetric (checked); leave it with .dense().
 #pragma once
 
 #include <structgrad/core/tensor.h>
@@ -10,17 +10,24 @@
 namespace sg {
 
 class UpperTriangular;
+class LowerTriangular;
 class Symmetric;
 
 /// The upper triangle of a square matrix (entries with j − i >= diagonal, diagonal >= 0),
 /// tagged UpperTriangular. Differentiable: grad = triu(G). Example: `auto U = sg::triu(W);`
 UpperTriangular triu(const Tensor& x, int64_t diagonal = 0);
+/// The lower triangle of a square matrix (entries with j − i <= diagonal, diagonal <= 0), tagged
+/// LowerTriangular. Differentiable: grad = tril(G). Example: `auto L = sg::tril(W);`
+LowerTriangular tril(const Tensor& x, int64_t diagonal = 0);
 /// (x + xᵀ)/2 of a square matrix, tagged Symmetric. Differentiable: grad = (G + Gᵀ)/2.
 /// Example: `auto S = sg::sym(W);`
 Symmetric sym(const Tensor& x);
 /// x tagged UpperTriangular after checking that every entry below the diagonal is exactly 0;
 /// throws sg::Error naming the first offending entry. Example: `auto U = sg::as_upper(t);`
 UpperTriangular as_upper(const Tensor& x);
+/// x tagged LowerTriangular after checking that every entry above the diagonal is exactly 0;
+/// throws sg::Error naming the first offending entry. Example: `auto L = sg::as_lower(t);`
+LowerTriangular as_lower(const Tensor& x);
 /// x tagged Symmetric after checking x[i][j] == x[j][i] bit for bit; throws naming the
 /// first offending pair. Example: `auto S = sg::as_symmetric(t);`
 Symmetric as_symmetric(const Tensor& x);
@@ -42,6 +49,28 @@ class UpperTriangular : public Tensor {
   int64_t n() const { return size(0); }
   /// Tensor::requires_grad_ keeping the static type. Example: `auto u = sg::UpperTriangular::eye(4).requires_grad_();`
   UpperTriangular& requires_grad_(bool on = true) {
+    Tensor::requires_grad_(on);
+    return *this;
+  }
+};
+
+/// An n×n lower-triangular matrix, such as a Cholesky factor or a `scale_tril`. Example:
+/// `auto L = sg::LowerTriangular::randn(64).requires_grad_();  auto C = sg::matmul(L, L);`
+class LowerTriangular : public Tensor {
+ public:
+  LowerTriangular() = default;
+  /// Wraps a tensor already tagged LowerTriangular (throws otherwise; see tril / as_lower).
+  explicit LowerTriangular(const Tensor& t);
+  /// tril of a standard-normal matrix.
+  static LowerTriangular randn(int64_t n, TensorOptions options = {});
+  /// The n×n zero matrix, tagged Lower. Example: `auto l = sg::LowerTriangular::zeros(16).requires_grad_();`
+  static LowerTriangular zeros(int64_t n, TensorOptions options = {});
+  /// The n×n identity, tagged Lower. Example: `auto l = sg::LowerTriangular::eye(8);`
+  static LowerTriangular eye(int64_t n, TensorOptions options = {});
+  /// The side n. Example: `l.n() == l.size(0)`.
+  int64_t n() const { return size(0); }
+  /// Tensor::requires_grad_ keeping the static type. Example: `auto l = sg::LowerTriangular::eye(4).requires_grad_();`
+  LowerTriangular& requires_grad_(bool on = true) {
     Tensor::requires_grad_(on);
     return *this;
   }
@@ -82,6 +111,24 @@ UpperTriangular operator*(const UpperTriangular& a, const Tensor& b);
 UpperTriangular operator*(const Tensor& a, const UpperTriangular& b);
 UpperTriangular operator*(const UpperTriangular& a, double s);
 UpperTriangular operator*(double s, const UpperTriangular& a);
+/// @}
+/// @{
+/// The same for LowerTriangular: Lower ± Lower, −Lower, Lower·scalar and Lower ⊙ t (rank ≤ 2) are
+/// Lower. Example: `sg::LowerTriangular scale = sg::exp(log_s) * L;`
+LowerTriangular operator+(const LowerTriangular& a, const LowerTriangular& b);
+LowerTriangular operator-(const LowerTriangular& a, const LowerTriangular& b);
+LowerTriangular operator-(const LowerTriangular& a);
+LowerTriangular operator*(const LowerTriangular& a, const LowerTriangular& b);
+LowerTriangular operator*(const LowerTriangular& a, const Tensor& b);
+LowerTriangular operator*(const Tensor& a, const LowerTriangular& b);
+LowerTriangular operator*(const LowerTriangular& a, double s);
+LowerTriangular operator*(double s, const LowerTriangular& a);
+/// @}
+/// @{
+/// Lower ⊙ Upper (either order) is diagonal, which both structures hold; it is tagged Upper.
+/// Example: `sg::UpperTriangular d = l * u;`
+UpperTriangular operator*(const LowerTriangular& a, const UpperTriangular& b);
+UpperTriangular operator*(const UpperTriangular& a, const LowerTriangular& b);
 /// @}
 /// @{
 /// Sym ± Sym, −Sym, Sym ⊙ Sym and Sym·scalar are Symmetric. Example: `sg::Symmetric t = s + s * s;`
