@@ -23,7 +23,7 @@ int main() {
   sg::UpperTriangular scaled = 2.0 * U - U;                   // zero-preserving ops keep Upper
   sg::Tensor shifted = U + 1.0;                               // x + c fills the zeros: Dense
   sg::Symmetric smooth(sg::tanh(S));                          // every unary op keeps Symmetric
-  sg::Tensor Ut = sg::transpose(U);                           // lower triangular, so Dense, never Upper
+  sg::LowerTriangular Ut(sg::transpose(U));                   // Uᵀ is LowerTriangular, and Lᵀ Upper
 
   try {
     sg::as_upper(W);                                          // W has entries below the diagonal
@@ -32,7 +32,7 @@ int main() {
   }
 
   SG_CHECK(UU.structure() == sg::Structure::UpperTriangular && SS.structure() == sg::Structure::Dense, "rules");
-  SG_CHECK(shifted.structure() == sg::Structure::Dense && Ut.structure() == sg::Structure::Dense, "rules");
+  SG_CHECK(shifted.structure() == sg::Structure::Dense && Ut.structure() == sg::Structure::LowerTriangular, "rules");
   SG_CHECK(plain.structure() == sg::Structure::Dense && scaled.n() == 64 && smooth.n() == 64, "rules");
   SG_CHECK(checked.n() + checked_sym.n() + zero.n() + identity.n() == 256, "rules");
 }

@@ -351,7 +351,9 @@ std::vector<BadCall> bad_calls() {
   add({"Symmetric_from_upper", make({upper(3)}), [](Inputs& in) { sg::Symmetric s(in[0]); },
        "Symmetric: the tensor is not tagged Symmetric (got UpperTriangular); use sg::sym or sg::as_symmetric"});
   add({"Symmetric_from_transposed_upper", make({upper(3)}), [](Inputs& in) { sg::Symmetric s(sg::transpose(in[0])); },
-       "Symmetric: the tensor is not tagged Symmetric (got Dense); use sg::sym or sg::as_symmetric"});
+       "Symmetric: the tensor is not tagged Symmetric (got LowerTriangular); use sg::sym or sg::as_symmetric"});
+  add({"Upper_from_transposed_upper", make({upper(3)}), [](Inputs& in) { sg::UpperTriangular u(sg::transpose(in[0])); },
+       "UpperTriangular: the tensor is not tagged UpperTriangular (got LowerTriangular); use sg::triu or sg::as_upper"});
 
   // Factories and typed factories. Their one input is an empty tensor that carries the
   // test's device to the call.
@@ -741,7 +743,7 @@ std::vector<EmptyCase> empty_cases() {
       {"gram_0x3", [=](D d) -> T { return sg::gram(z({0, 3})(d)); }, {0, 0}, S::Symmetric, {}},
       {"gram_3x0", [=](D d) -> T { return sg::gram(z({3, 0})(d)); }, {3, 3}, S::Symmetric, zeros(9)},
       {"transpose_0x3", [=](D d) { return sg::transpose(z({0, 3})(d)); }, {3, 0}, S::Dense, {}},
-      {"transpose_upper_0", [](D d) { return sg::transpose(sg::UpperTriangular::randn(0, on(d))); }, {0, 0}, S::Dense, {}},
+      {"transpose_upper_0", [](D d) { return sg::transpose(sg::UpperTriangular::randn(0, on(d))); }, {0, 0}, S::LowerTriangular, {}},
       {"reshape_0x3_3x0", [=](D d) { return sg::reshape(z({0, 3})(d), {3, 0}); }, {3, 0}, S::Dense, {}},
       {"reshape_0x3_flat", [=](D d) { return sg::reshape(z({0, 3})(d), {-1}); }, {0}, S::Dense, {}},
       {"diagonal_0x0", [=](D d) { return sg::diagonal(z({0, 0})(d)); }, {0}, S::Dense, {}},

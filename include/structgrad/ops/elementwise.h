@@ -1,7 +1,7 @@
 // Elementwise ops with their structure rules (DESIGN §1), the same in either operand order:
-// unary ops that map 0 to 0 keep UpperTriangular, every unary op keeps Symmetric; +, − keep a
-// shared structure (and Symmetric ± a scalar); Upper ⊙ anything that broadcasts to its shape (a
-// scalar, a row, a column, a matrix) is Upper; Symmetric ⊙ Symmetric or a scalar is Symmetric,
+// unary ops that map 0 to 0 keep UpperTriangular and LowerTriangular, every unary op keeps
+// Symmetric; +, − keep a shared structure (and Symmetric ± a scalar); Upper ⊙ anything that
+// broadcasts to its shape (a scalar, a row, a column, a matrix) is Upper, and Lower likewise; Symmetric ⊙ Symmetric or a scalar is Symmetric,
 // while a row or column ⊙ Symmetric is Dense (it scales one side only). Binary ops broadcast
 // NumPy-style at any rank; a structured operand that is itself broadcast gives Dense.
 #pragma once
