@@ -20,7 +20,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 /// `length` positions from `start` along `dim` (both must lie inside). Example: `sg::narrow(x, 1, 0, 3)`.
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 /// The rows × cols block of a matrix at (row, col). A diagonal block (row == col, rows == cols)
-/// of an UpperTriangular or Symmetric matrix keeps the structure; every other block is Dense.
+/// of an UpperTriangular, LowerTriangular or Symmetric matrix keeps the structure; every other block is Dense.
 /// Example: `sg::UpperTriangular u11(sg::block(U, 0, 0, k, k));`
 Tensor block(const Tensor& x, int64_t row, int64_t col, int64_t rows, int64_t cols);
 /// out[…][j][…] = x[…][index[…][j][…]][…] along `dim`: index (int64) has x's rank and x's sizes
