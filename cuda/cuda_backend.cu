@@ -531,33 +531,23 @@ void CudaBackend::transpose(const Tensor& x, Tensor& out) {
   });
 }
 
-void CudaBackend::triu(const Tensor& x, Tensor& out, int64_t diagonal) {
-  expect_on_device("triu", x);
-  expect_on_device("triu", out);
+void CudaBackend::triangle(const char* op, const Tensor& x, Tensor& out, int64_t diagonal, bool lower) {
+  expect_on_device(op, x);
+  expect_on_device(op, out);
   int64_t rows = 0, cols = 0;
-  matrix_dims("triu", x, &rows, &cols);
-  SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda triu: output ", out.shape(),
+  matrix_dims(op, x, &rows, &cols);
+  SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda ", op, ": output ", out.shape(),
            " does not match input ", x.shape());
   DeviceGuard guard(device_);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_for_each("triu", device_, rows * cols, TriangleMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal, false});
+    launch_for_each(op, device_, rows * cols, TriangleMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal, lower});
   });
 }
 
-void CudaBackend::tril(const Tensor& x, Tensor& out, int64_t diagonal) {
-  expect_on_device("tril", x);
-  expect_on_device("tril", out);
-  int64_t rows = 0, cols = 0;
-  matrix_dims("tril", x, &rows, &cols);
-  SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda tril: output ", out.shape(),
-           " does not match input ", x.shape());
-  DeviceGuard guard(device_);
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    launch_for_each("tril", device_, rows * cols, TriangleMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal, true});
-  });
-}
+void CudaBackend::triu(const Tensor& x, Tensor& out, int64_t diagonal) { triangle("triu", x, out, diagonal, false); }
+
+void CudaBackend::tril(const Tensor& x, Tensor& out, int64_t diagonal) { triangle("tril", x, out, diagonal, true); }
 
 void CudaBackend::symmetrize(const Tensor& x, Tensor& out) {
   expect_on_device("symmetrize", x);

@@ -55,8 +55,13 @@ class CudaBackend final : public Backend {
  private:
   /// Throws unless `t` is defined and lives on this backend's device; `op` names the caller.
   void expect_on_device(const char* op, const Tensor& t) const;
+  /// triu (lower = false) or tril (lower = true) of a matrix; `op` names the caller.
+  void triangle(const char* op, const Tensor& x, Tensor& out, int64_t diagonal, bool lower);
   /// Throws unless `index` is an int64 tensor on this device; `op` names the caller.
   void expect_index(const char* op, const Tensor& index) const;
+  /// Throws unless a gather's or scatter's tensors are on this device and fit the map: `wide` as
+  /// [outer, extent, inner], `compact` as [outer, count, inner], one dtype.
+  void expect_index_map(const char* op, const Tensor& wide, const Tensor& compact, const IndexMap& m) const;
 
   int device_;
 };

@@ -170,14 +170,18 @@ void CudaBackend::arg_reduce(ArgReduce kind, const Tensor& x, Tensor& values, Te
   });
 }
 
+void CudaBackend::expect_index_map(const char* op, const Tensor& wide, const Tensor& compact, const IndexMap& m) const {
+  expect_on_device(op, wide);
+  expect_on_device(op, compact);
+  if (m.index) expect_index(op, *m.index);
+  SG_CHECK(wide.dtype() == compact.dtype() && wide.numel() == m.outer * m.extent * m.inner &&
+               compact.numel() == m.outer * m.count * m.inner,
+           "cuda ", op, ": [", m.outer, ", ", m.extent, " ↔ ", m.count, ", ", m.inner, "] does not match ",
+           wide.shape(), " ", wide.dtype(), " and ", compact.shape(), " ", compact.dtype());
+}
+
 void CudaBackend::gather(const Tensor& x, Tensor& out, const IndexMap& m) {
-  expect_on_device("gather", x);
-  expect_on_device("gather", out);
-  if (m.index) expect_index("gather", *m.index);
-  SG_CHECK(x.dtype() == out.dtype() && x.numel() == m.outer * m.extent * m.inner &&
-               out.numel() == m.outer * m.count * m.inner,
-           "cuda gather: [", m.outer, ", ", m.extent, "→", m.count, ", ", m.inner, "] does not match input ",
-           x.shape(), " and output ", out.shape());
+  expect_index_map("gather", x, out, m);
   DeviceGuard guard(device_);
   const IndexedOffsets where{m, m.index ? data_of<int64_t>(*m.index) : nullptr};
   dispatch_any(x.dtype(), [&](auto tag) {
@@ -187,13 +191,7 @@ void CudaBackend::gather(const Tensor& x, Tensor& out, const IndexMap& m) {
 }
 
 void CudaBackend::scatter(const Tensor& src, Tensor& out, const IndexMap& m, bool accumulate) {
-  expect_on_device("scatter", src);
-  expect_on_device("scatter", out);
-  if (m.index) expect_index("scatter", *m.index);
-  SG_CHECK(src.dtype() == out.dtype() && out.numel() == m.outer * m.extent * m.inner &&
-               src.numel() == m.outer * m.count * m.inner,
-           "cuda scatter: [", m.outer, ", ", m.count, "→", m.extent, ", ", m.inner, "] does not match source ",
-           src.shape(), " and output ", out.shape());
+  expect_index_map("scatter", out, src, m);
   DeviceGuard guard(device_);
   const IndexedOffsets where{m, m.index ? data_of<int64_t>(*m.index) : nullptr};
   dispatch_any(src.dtype(), [&](auto tag) {

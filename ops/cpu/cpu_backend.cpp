@@ -239,27 +239,8 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void triu(const Tensor& x, Tensor& out, int64_t diagonal) override {
-    dispatch_dtype(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* in = ptr<T>(x);
-      T* o = ptr<T>(out);
-      const int64_t rows = x.size(0), cols = x.size(1);
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) o[i * cols + j] = (j - i >= diagonal) ? in[i * cols + j] : T(0);
-    });
-  }
-
-  void tril(const Tensor& x, Tensor& out, int64_t diagonal) override {
-    dispatch_dtype(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* in = ptr<T>(x);
-      T* o = ptr<T>(out);
-      const int64_t rows = x.size(0), cols = x.size(1);
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) o[i * cols + j] = (j - i <= diagonal) ? in[i * cols + j] : T(0);
-    });
-  }
+  void triu(const Tensor& x, Tensor& out, int64_t diagonal) override { triangle(x, out, diagonal, false); }
+  void tril(const Tensor& x, Tensor& out, int64_t diagonal) override { triangle(x, out, diagonal, true); }
 
   void symmetrize(const Tensor& x, Tensor& out) override {
     dispatch_dtype(x.dtype(), [&](auto zero) {
@@ -383,6 +364,22 @@ class CpuBackend final : public Backend {
       const AdamCoefficients<T> c = adam_coefficients<T>(h);
       const int64_t n = param.numel();
       for (int64_t i = 0; i < n; ++i) adam_update<T>(p[i], g[i], m[i], v[i], c);
+    });
+  }
+
+ private:
+  /// triu (lower = false: entries with j − i >= diagonal kept) or tril (lower = true: j − i <= diagonal).
+  static void triangle(const Tensor& x, Tensor& out, int64_t diagonal, bool lower) {
+    dispatch_dtype(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = ptr<T>(x);
+      T* o = ptr<T>(out);
+      const int64_t rows = x.size(0), cols = x.size(1);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const bool keep = lower ? j - i <= diagonal : j - i >= diagonal;
+          o[i * cols + j] = keep ? in[i * cols + j] : T(0);
+        }
     });
   }
 };
