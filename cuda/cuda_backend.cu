@@ -315,14 +315,14 @@ int cublas_dim(const char* what, int64_t value) {
 /// Row-major C[m×n] = alpha·op(A)·op(B). cuBLAS is column-major: the row-major buffer of C is
 /// the column-major Cᵀ [n×m], and Cᵀ = op(B)ᵀ·op(A)ᵀ. A row-major buffer read column-major is
 /// its own transpose, so op(B)ᵀ is B's buffer with trans_b's flag unchanged (and so for A):
-/// gemm(op_b, op_a, n, m, k, alpha, B, ldb, A, lda, 0, C, ldc).
+/// gemm(op_b, op_a, n, m, k, alpha, B, ldb, A, lda, beta, C, ldc), beta = 1 when accumulating.
 template <typename T>
 void dense_gemm(const GemmProblem& p, int device) {
   const int m = cublas_dim("m", p.m), n = cublas_dim("n", p.n), k = cublas_dim("k", p.k);
   const int lda = cublas_dim("lda", p.lda), ldb = cublas_dim("ldb", p.ldb), ldc = cublas_dim("ldc", p.ldc);
   const cublasOperation_t op_a = p.a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = p.b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const T alpha = static_cast<T>(p.alpha), beta = T(0);
+  const T alpha = static_cast<T>(p.alpha), beta = p.accumulate ? T(1) : T(0);
   const T* a = static_cast<const T*>(p.a_data);
   const T* b = static_cast<const T*>(p.b_data);
   T* c = static_cast<T*>(p.c_data);
@@ -651,7 +651,8 @@ bool CudaBackend::gemm(const GemmProblem& p, DType dtype) {
   if (p.m == 0 || p.n == 0) return false;
   DeviceGuard guard(device_);
   if (!dense_product(p)) return launch_structured_gemm(p, dtype, device_);
-  if (p.k == 0) {  // an empty sum: C = 0 (all-zero bytes are 0.0 in float and double)
+  if (p.k == 0) {  // an empty sum: C = 0 (all-zero bytes are 0.0 in float and double), or C unchanged
+    if (p.accumulate) return false;
     const size_t element = element_size(dtype);
     SG_CUDA_CHECK(cudaMemset2DAsync(p.c_data, static_cast<size_t>(p.ldc) * element, 0,
                                     static_cast<size_t>(p.n) * element, static_cast<size_t>(p.m), stream(device_)));

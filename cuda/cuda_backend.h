@@ -48,6 +48,12 @@ class CudaBackend final : public Backend {
   bool gemm(const GemmProblem& p, DType dtype) override;
   bool writes_transposed_a(const GemmProblem& p, DType dtype) override;
 
+  // Blocked over the structured GEMM with small diagonal-block kernels (cuda/linalg.cu).
+  void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+                        Tensor& x) override;
+  void cholesky(const Tensor& a, Tensor& out, Tensor& info) override;
+  void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) override;
+
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override;
   void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                  const AdamParams& h) override;

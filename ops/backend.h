@@ -175,6 +175,20 @@ class Backend {
   /// A's tiles anyway may offer it to the backward. The CPU backend never does.
   virtual bool writes_transposed_a(const GemmProblem& p, DType dtype) { return false; }
 
+  /// Solves op(T)·X = B (`left`) or X·op(T) = B in place: x holds B on entry and X on exit. T is
+  /// [n, n], op(T) = Tᵀ when `trans`, and `kind` (Upper or Lower) is the structure of op(T): T's
+  /// other triangle is never read, nor its diagonal with `unit_diagonal` (taken as ones). Exact
+  /// arithmetic (never TF32); the op checks the diagonal for zeros first.
+  virtual void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+                                Tensor& x) = 0;
+  /// out = the lower Cholesky factor of the symmetric positive definite a [n, n] (its lower
+  /// triangle read), exact zeros above the diagonal; info (0-d int64) = 0, or the 1-based index of
+  /// the first pivot that is not positive (out then holds anything). Never synchronises.
+  virtual void cholesky(const Tensor& a, Tensor& out, Tensor& info) = 0;
+  /// out = T⁻¹ for T [n, n] read through `kind` (Upper or Lower, as stored), exact zeros in the
+  /// other triangle; `unit_diagonal` as in solve_triangular.
+  virtual void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) = 0;
+
   /// Fused in-place optimizer updates of one parameter (see autograd/optim.h).
   virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) = 0;
   virtual void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,

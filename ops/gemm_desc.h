@@ -66,6 +66,9 @@ struct GemmProblem {
   /// entries as they are; entries on and above the diagonal are written as always. The CUDA plans
   /// then leave out the tiles wholly below the diagonal.
   bool c_zeros_stored = false;
+  /// Dense·Dense with a Full mask only: C += alpha·op(A)·op(B) instead of C = … (the blocked solves'
+  /// and factorizations' updates).
+  bool accumulate = false;
   /// Optional second output: op(A)ᵀ, for the backward's dB = op(A)ᵀ·G (A not transposed, Dense or
   /// Upper). Where a backend says it writes it for this problem (Backend::writes_transposed_a), the
   /// caller passes a packed buffer of k rows × m columns and the product also writes at[p·m + i] =

@@ -429,6 +429,7 @@ bool writes_transposed_a(const GemmProblem& problem, DType dtype, int device) {
 
 bool launch_structured_gemm(const GemmProblem& problem, DType dtype, int device) {
   check_problem(problem);
+  SG_CHECK(!problem.accumulate, "cuda gemm: accumulate is for Dense·Dense products only");
   if (problem.m == 0 || problem.n == 0) return false;
   DeviceGuard guard(device);
   const GemmOptions options = gemm_options();  // read once for the whole product

@@ -10,6 +10,7 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/cpu_gemm.h"
+#include "ops/cpu/cpu_linalg.h"
 #include "ops/functors.h"
 #include "ops/optim_math.h"
 
@@ -335,6 +336,19 @@ class CpuBackend final : public Backend {
       else cpu::blocked_gemm(p, dtype);
     });
     return false;
+  }
+
+  void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+                        Tensor& x) override {
+    cpu::with_threads_for(t.size(0) * t.size(0) * (left ? x.size(1) : x.size(0)) / 2,
+                          [&] { cpu::solve_triangular(t, kind, trans, unit_diagonal, left, x); });
+  }
+  void cholesky(const Tensor& a, Tensor& out, Tensor& info) override {
+    cpu::with_threads_for(a.size(0) * a.size(0) * a.size(0) / 6, [&] { cpu::cholesky(a, out, info); });
+  }
+  void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) override {
+    cpu::with_threads_for(t.size(0) * t.size(0) * t.size(0) / 2,
+                          [&] { cpu::triangular_inverse(t, kind, unit_diagonal, out); });
   }
 
   // The optimizer math is ops/optim_math.h's, shared with the CUDA kernels.

@@ -89,11 +89,15 @@ void dense_gemm(const GemmProblem& p, DType dtype) {
     Eigen::Map<const RowMat<T>, 0, Stride> b(static_cast<const T*>(p.b_data), br, bc, Stride(p.ldb));
     Eigen::Map<RowMat<T>, 0, Stride> c(static_cast<T*>(p.c_data), p.m, p.n, Stride(p.ldc));
     const T alpha = static_cast<T>(p.alpha);
-    if (p.k == 0) { c.setZero(); return; }
-    if (!p.a.trans && !p.b.trans) c.noalias() = alpha * (a * b);
-    else if (p.a.trans && !p.b.trans) c.noalias() = alpha * (a.transpose() * b);
-    else if (!p.a.trans && p.b.trans) c.noalias() = alpha * (a * b.transpose());
-    else c.noalias() = alpha * (a.transpose() * b.transpose());
+    if (p.k == 0) {
+      if (!p.accumulate) c.setZero();
+      return;
+    }
+    if (!p.accumulate) c.setZero();
+    if (!p.a.trans && !p.b.trans) c.noalias() += alpha * (a * b);
+    else if (p.a.trans && !p.b.trans) c.noalias() += alpha * (a.transpose() * b);
+    else if (!p.a.trans && p.b.trans) c.noalias() += alpha * (a * b.transpose());
+    else c.noalias() += alpha * (a.transpose() * b.transpose());
   };
   if (dtype == DType::Float32) run(0.0f); else run(0.0);
 }

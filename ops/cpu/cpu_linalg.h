@@ -1,0 +1,17 @@
+// CPU linear algebra kernels (ops/cpu/linalg.cpp), the CPU backend's solve_triangular, cholesky
+// and triangular_inverse: Eigen's triangular solves and a blocked Cholesky over Eigen blocks.
+#pragma once
+
+#include <structgrad/core/tensor.h>
+#include "ops/gemm_desc.h"
+
+namespace sg::detail::cpu {
+
+/// Backend::solve_triangular on host buffers (float32 or float64).
+void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left, Tensor& x);
+/// Backend::cholesky on host buffers; info is a host int64.
+void cholesky(const Tensor& a, Tensor& out, Tensor& info);
+/// Backend::triangular_inverse on host buffers.
+void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out);
+
+}  // namespace sg::detail::cpu
