@@ -143,7 +143,7 @@ bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, Gemm
 /// `at`: where given and the backend offers it, the product also writes op(a)ᵀ into a [k, m] tensor
 /// (GemmProblem::at), which *at then holds (left undefined otherwise).
 Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha,
-                Tensor* at = nullptr) {
+                Tensor* at = nullptr, Precision precision = matmul_precision()) {
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t n = db.trans ? b.size(0) : b.size(1);
   // An UpperTriangular output on a CUDA device comes from the matmul op's pool: a block an earlier
@@ -153,15 +153,16 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   const bool pool = mask == OutputMask::Upper && a.device().is_cuda();
   if (pool) pooled = detail::take_upper_output(m, n, a.dtype(), a.device());
   Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
-  gemm_into(c, a, da, b, db, mask, alpha, matmul_precision(), pooled.zeros_held, at);
+  gemm_into(c, a, da, b, db, mask, alpha, precision, pooled.zeros_held, at);
   if (pool) pooled.written();
   return c;
 }
 
 /// tril(alpha · op(a) · op(b)), tagged LowerTriangular. The kernels compute upper parts only, so it
 /// runs as the transposed product, triu(op(b)ᵀ · op(a)ᵀ), and one transpose of the result.
-Tensor gemm_lower_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, double alpha) {
-  const Tensor upper = gemm_raw(b, flipped(db), a, flipped(da), OutputMask::Upper, alpha);
+Tensor gemm_lower_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, double alpha,
+                      Precision precision = matmul_precision()) {
+  const Tensor upper = gemm_raw(b, flipped(db), a, flipped(da), OutputMask::Upper, alpha, nullptr, precision);
   Tensor c = detail::make_tensor({upper.size(1), upper.size(0)}, a.dtype(), a.device(), Structure::LowerTriangular);
   if (c.numel() > 0) detail::backend_of(a).transpose(upper, c);
   return c;
@@ -285,6 +286,17 @@ void projected_product_into(Tensor& out, Structure s, const Tensor& x, GemmOpera
 }
 
 }  // namespace
+
+namespace detail {
+Tensor product_raw(const Tensor& a, bool ta, const Tensor& b, bool tb, Structure out, double alpha) {
+  const GemmOperand da = operand(a.structure(), ta), db = operand(b.structure(), tb);
+  if (out == Structure::LowerTriangular) return gemm_lower_raw(a, da, b, db, alpha, Precision::Float32);
+  const OutputMask mask = out == Structure::UpperTriangular ? OutputMask::Upper
+                          : out == Structure::Symmetric     ? OutputMask::Symmetric
+                                                            : OutputMask::Full;
+  return gemm_raw(a, da, b, db, mask, alpha, nullptr, Precision::Float32);
+}
+}  // namespace detail
 
 void set_matmul_precision(Precision precision) { current_precision.store(precision); }
 

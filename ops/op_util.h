@@ -42,6 +42,11 @@ Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const 
 int64_t wrap_dim(const char* op, int64_t dim, const Shape& shape);
 /// zeros(shape) with src scattered along `m` (added where positions repeat, with `accumulate`).
 Tensor scatter_into_zeros(const Tensor& src, const Shape& shape, const IndexMap& m, bool accumulate);
+/// alpha·op(a)·op(b) in exact arithmetic (never TF32) without autograd, op(x) = xᵀ where asked,
+/// each operand read through its own structure tag. `out` says which part is computed and how the result is tagged: Dense (every
+/// entry), Upper or Lower (that triangle, exact zeros in the other), Symmetric (the upper triangle
+/// mirrored: only for a product known to be symmetric).
+Tensor product_raw(const Tensor& a, bool ta, const Tensor& b, bool tb, Structure out, double alpha = 1.0);
 /// g broadcast to `shape` (g's shape must broadcast to it), a new Dense tensor.
 Tensor expand_raw(const Tensor& g, const Shape& shape);
 }  // namespace sg::detail

@@ -16,6 +16,7 @@
 #include <structgrad/ops/factories.h>
 #include <structgrad/ops/index.h>
 #include <structgrad/ops/loss.h>
+#include <structgrad/ops/linalg.h>
 #include <structgrad/ops/matmul.h>
 #include <structgrad/ops/reduce.h>
 #include <structgrad/ops/shape.h>
