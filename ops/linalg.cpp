@@ -133,8 +133,7 @@ CholeskyResult cholesky_raw(const Tensor& s) {
 /// Throws naming `op` unless the info code of a factorization is 0 (reads it back).
 void check_positive_definite(const char* op, const Tensor& info, int64_t n) {
   const int64_t pivot = static_cast<int64_t>(info.item());
-  SG_CHECK(pivot == 0, op, ": the matrix is not positive definite: pivot ", pivot, " of ", n,
-           " is not positive (the leading minor of order ", pivot, " is not positive definite)");
+  SG_CHECK(pivot == 0, op, ": the matrix is not positive definite: pivot ", pivot, " of ", n, " is not positive");
 }
 
 /// Records the Cholesky backward for l = cholesky(s).
