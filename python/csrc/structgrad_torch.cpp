@@ -26,8 +26,9 @@ namespace {
 sg::Structure parse_structure(const char* op, c10::string_view name) {
   if (name == "dense") return sg::Structure::Dense;
   if (name == "upper") return sg::Structure::UpperTriangular;
+  if (name == "lower") return sg::Structure::LowerTriangular;
   if (name == "symmetric") return sg::Structure::Symmetric;
-  SG_FAIL(op, ": unknown structure '", std::string(name), "' (expected 'dense', 'upper' or 'symmetric')");
+  SG_FAIL(op, ": unknown structure '", std::string(name), "' (expected 'dense', 'upper', 'lower' or 'symmetric')");
 }
 
 sg::DType dtype_of(const char* op, const at::Tensor& t) {

@@ -17,6 +17,8 @@ def read_as(x, structure):
     """The matrix an operand stands for when read through `structure`."""
     if structure == "upper":
         return torch.triu(x)
+    if structure == "lower":
+        return torch.tril(x)
     if structure == "symmetric":
         u = torch.triu(x)
         return u + torch.triu(x, 1).T
@@ -27,6 +29,8 @@ def project(g, structure):
     """The projection of an unstructured gradient onto `structure`."""
     if structure == "upper":
         return torch.triu(g)
+    if structure == "lower":
+        return torch.tril(g)
     if structure == "symmetric":
         return (g + g.T) / 2
     return g
@@ -152,12 +156,12 @@ def test_bad_input_is_a_clear_error(device):
         st.structured_matmul(A, A.double())
     with pytest.raises(RuntimeError, match=r"structured_matmul: expected float32 or float64 tensors, got Int"):
         st.structured_matmul(A.int(), A.int())
-    with pytest.raises(ValueError, match=r"unknown structure 'lower' for a"):
-        st.structured_matmul(A, A, a="lower")
-    with pytest.raises(RuntimeError, match=r"unknown structure 'upper ' \(expected 'dense', 'upper' or 'symmetric'\)"):
+    with pytest.raises(ValueError, match=r"unknown structure 'banded' for a"):
+        st.structured_matmul(A, A, a="banded")
+    with pytest.raises(RuntimeError, match=r"unknown structure 'upper ' \(expected 'dense', 'upper', 'lower' or 'symmetric'\)"):
         torch.ops.structgrad.structured_matmul(A, A, "upper ", "dense")
-    with pytest.raises(ValueError, match=r"gram: unknown structure 'lower' for a"):
-        st.gram(A, a="lower")
+    with pytest.raises(ValueError, match=r"gram: unknown structure 'banded' for a"):
+        st.gram(A, a="banded")
     with pytest.raises(RuntimeError, match=r"gram: expected a to be a matrix"):
         st.gram(torch.randn(2, 2, 2, device=device))
     grad = torch.randn(4, 5, device=device)

@@ -31,7 +31,7 @@ struct CholeskyResult {
   LowerTriangular L;  ///< the factor
   Tensor info;        ///< 0-d int64: 0 on success, else the 1-based failing pivot
 };
-/// Example: `auto [L, info] = sg::cholesky_ex(S);  if (info.item<int64_t>() != 0) { ... }`
+/// Example: `auto [L, info] = sg::cholesky_ex(S);  if (info.item() != 0) { ... }`
 CholeskyResult cholesky_ex(const Tensor& s);
 
 /// log det X as a 0-d tensor. A Symmetric X is taken as positive definite (through its Cholesky

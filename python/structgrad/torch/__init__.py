@@ -5,11 +5,12 @@ kernels (CPU: Eigen and the blocked structured GEMM; CUDA: the structured GEMM o
 stream, memory from torch's caching allocator). An operand is read through its structure:
 
 * ``"upper"`` reads only the entries on and above the diagonal (what lies below is ignored);
+* ``"lower"`` reads only the entries on and below the diagonal;
 * ``"symmetric"`` reads only the upper triangle, mirrored;
 * ``"dense"`` reads every entry.
 
-Gradients are projections onto each operand's structure: an ``"upper"`` operand's gradient is
-upper triangular, a ``"symmetric"`` one's is ``(G + G.T) / 2`` of the unstructured gradient ``G``.
+Gradients are projections onto each operand's structure: an ``"upper"`` (``"lower"``) operand's
+gradient is upper (lower) triangular, a ``"symmetric"`` one's is ``(G + G.T) / 2`` of the unstructured gradient ``G``.
 docs/pytorch.md has the conventions, a gradcheck recipe and the measured speed.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 
 __all__ = ["structured_matmul", "triu_matmul", "sym_matmul", "gram", "built_with_cuda", "STRUCTURES"]
 
-STRUCTURES = ("dense", "upper", "symmetric")
+STRUCTURES = ("dense", "upper", "lower", "symmetric")
 
 
 def _load_library() -> None:
@@ -45,10 +46,11 @@ def _check_structure(op: str, name: str, value: str) -> None:
 
 
 def structured_matmul(A: torch.Tensor, B: torch.Tensor, *, a: str = "dense", b: str = "dense") -> torch.Tensor:
-    """A @ B with A read as structure ``a`` and B as ``b`` ("dense", "upper" or "symmetric").
+    """A @ B with A read as structure ``a`` and B as ``b`` ("dense", "upper", "lower" or "symmetric").
 
-    Two "upper" operands give an upper-triangular result (exact zeros below the diagonal); every
-    other pair gives the full product. Example: ``C = structured_matmul(A, B, a="upper", b="upper")``.
+    Two "upper" operands give an upper-triangular result (exact zeros below the diagonal), two
+    "lower" operands a lower-triangular one; every other pair gives the full product.
+    Example: ``C = structured_matmul(A, B, a="upper", b="upper")``.
     """
     _check_structure("structured_matmul", "a", a)
     _check_structure("structured_matmul", "b", b)
