@@ -1,0 +1,63 @@
+// docs/api.md, "Linear algebra": triangular solves, Cholesky, log-determinants with their
+// gradients, triangular inverses, and a cholesky_ex loop that adds jitter until a factor exists.
+// Built and run by CTest; the guide shows it verbatim.
+#include <structgrad/structgrad.h>
+
+#include <cmath>
+#include <iostream>
+#include <string>
+
+int main() {
+  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+  sg::Symmetric K = sg::gram(sg::randn({8, 8}, f64)) + 8.0 * sg::Symmetric::eye(8, f64);  // positive definite
+  K.requires_grad_();
+  auto y = sg::randn({8, 2}, f64);
+
+  // The negative log-likelihood of y's two columns under N(0, K), up to a constant.
+  sg::LowerTriangular L = sg::cholesky(K);                    // L·Lᵀ = K, exact zeros above the diagonal
+  auto z = sg::solve_triangular(L, y);                        // L·z = y: Dense [8, 2]
+  auto nll = 0.5 * sg::sum(sg::square(z)) + sg::logdet(K);    // ½·tr(yᵀK⁻¹y) + 2·½·log det K
+  nll.backward();                                             // K.grad() is Symmetric: K⁻¹ − ½·α·αᵀ, α = K⁻¹y
+
+  sg::NoGradGuard no_grad;
+  auto alpha = sg::cholesky_solve(L, y);                      // K⁻¹·y from the factor: Dense [8, 2]
+  sg::UpperTriangular U(sg::transpose(L));                    // Lᵀ
+  auto x = sg::solve_triangular(U, z);                        // Lᵀ·x = z, so x = α too
+  auto b = sg::randn({3, 8}, f64);
+  auto w = sg::solve_triangular(L, b, /*left=*/false);        // w·L = b: [3, 8]
+  auto v = sg::solve_triangular(L, y, /*left=*/true, /*unit_diagonal=*/true);  // L's diagonal read as ones
+  sg::UpperTriangular U_inv = sg::inverse(U);                 // keeps Upper
+  auto log_det_L = sg::logdet(L);                             // Σ log|lᵢᵢ| = ½·log det K, a 0-d tensor
+
+  auto K_inv = sg::cholesky_solve(L, sg::eye(8, f64));
+  auto expected = K_inv - 0.5 * sg::matmul(alpha, sg::transpose(alpha));
+  auto L_unit = sg::with_diagonal(L, sg::ones({8}, f64));
+  SG_CHECK(K.grad().structure() == sg::Structure::Symmetric, "the gradient is Symmetric");
+  SG_CHECK(sg::sum(sg::square(K.grad() - expected)).item() < 1e-20, "dK = K⁻¹ − ½·α·αᵀ");
+  SG_CHECK(sg::sum(sg::square(x - alpha)).item() < 1e-20, "two solves are one cholesky_solve");
+  SG_CHECK(sg::sum(sg::square(sg::matmul(w, L) - b)).item() < 1e-20, "right solve");
+  SG_CHECK(sg::sum(sg::square(sg::matmul(L_unit, v) - y)).item() < 1e-20, "unit-diagonal solve");
+  SG_CHECK(sg::sum(sg::square(sg::matmul(U, U_inv) - sg::eye(8, f64))).item() < 1e-20, "inverse");
+  SG_CHECK(std::abs(2.0 * log_det_L.item() - sg::logdet(K).item()) < 1e-10, "logdet");
+
+  // Four perfectly correlated points, pushed below positive definite (as rounding can push a
+  // kernel matrix): cholesky throws, cholesky_ex reports, and a loop adds jitter until it factors.
+  sg::Symmetric C = sg::as_symmetric(sg::ones({4, 4}, f64)) - 5e-3 * sg::Symmetric::eye(4, f64);
+  std::string message;
+  try {
+    sg::cholesky(C);
+  } catch (const sg::Error& e) {
+    message = e.what();                                       // cholesky: ... pivot 2 of 4 is not positive
+  }
+  std::cout << message << "\n";
+
+  sg::CholeskyResult factor = sg::cholesky_ex(C);             // never throws, never synchronises
+  const double first_pivot = factor.info.item();              // 2; item() reads it back (a GPU waits here)
+  double jitter = 0.0;
+  while (factor.info.item() != 0) {
+    jitter = jitter == 0.0 ? 1e-4 : 10.0 * jitter;
+    factor = sg::cholesky_ex(C + jitter * sg::Symmetric::eye(4, f64));
+  }
+  SG_CHECK(message.find("pivot 2 of 4") != std::string::npos && first_pivot == 2.0, "the failing pivot");
+  SG_CHECK(std::abs(jitter - 1e-2) < 1e-12 && factor.L.n() == 4, "jitter");
+}
