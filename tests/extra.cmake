@@ -12,6 +12,19 @@ if(SG_BUILD_EXAMPLES)
   # On CUDA it also checks that training moves no data through the host; 77: no device here.
   add_test(NAME example_mlp_regression_cuda COMMAND mlp_regression --device cuda --epochs 30 --quiet)
   set_tests_properties(example_mlp_regression_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  # The posterior mean within 0.05 of the true function (predicting the mean: 0.75; the initial
+  # hyperparameters: 0.26), and the noise scale within a factor 1.25 of the truth (it starts 5× off).
+  add_test(NAME example_gp_regression
+    COMMAND gp_regression --steps 150 --max-rmse 0.05 --noise-factor 1.25 --quiet)
+  add_test(NAME example_gp_regression_cuda
+    COMMAND gp_regression --device cuda --steps 150 --max-rmse 0.05 --noise-factor 1.25 --quiet)
+  set_tests_properties(example_gp_regression_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  # The covariance within 0.1 of Σ* (the start, L = I: 0.70; the sample covariance of these
+  # samples: 0.06), and a fit that reaches the maximum-likelihood NLL, below the true parameters'.
+  add_test(NAME example_gaussian_scale_tril COMMAND gaussian_scale_tril --steps 400 --max-error 0.1 --quiet)
+  add_test(NAME example_gaussian_scale_tril_cuda
+    COMMAND gaussian_scale_tril --device cuda --steps 400 --max-error 0.1 --quiet)
+  set_tests_properties(example_gaussian_scale_tril_cuda PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # The installed tree is moved before the consumer uses it (tests/consumer/run.cmake).
 set(SG_CONSUMER_HINTS)
