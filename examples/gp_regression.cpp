@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   const int64_t n = args.get_int("n", 300), test_points = args.get_int("test", 400);
-  const int64_t steps = args.get_int("steps", 300);
+  const int64_t steps = args.get_int("steps", 200);
   const double lr = args.get_double("lr", 0.05), noise = args.get_double("noise", 0.1);
   const double max_rmse = args.get_double("max-rmse", 0.05), noise_factor = args.get_double("noise-factor", 1.25);
   const sg::DType dtype = args.get("dtype", "float32") == "float64" ? sg::kFloat64 : sg::kFloat32;
