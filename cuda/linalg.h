@@ -1,0 +1,48 @@
+// Settings of the CUDA linear algebra (cuda/linalg.cu): which path a solve takes and how the
+// Cholesky's updates and the triangular products are run. Process-wide, like the structured GEMM's
+// options (cuda/gemm/options.h); the defaults are what the library uses, the others exist for the
+// benchmark's comparisons and the tests. Plain C++.
+#pragma once
+
+#include <cstdint>
+
+namespace sg::detail::cuda {
+
+/// The options of every later solve, factorization and inverse (sg::detail::cuda::linalg_options()).
+struct LinalgOptions {
+  /// Solves with at most this many right-hand sides run in one launch, a CTA per block row and group
+  /// of columns; wider ones on the blocked path over the GEMM.
+  int64_t few_columns = 16;
+  /// The Cholesky's trailing updates (A22 −= L21·L21ᵀ) of at least this order are cut into two
+  /// diagonal halves and one off-diagonal product, which skips the upper quarter's flops.
+  int64_t split_update_from = 1024;
+  /// Triangular operands whose zeros are stored go to the GEMM as Dense (cuBLAS) instead of the
+  /// structured kernel: twice the flops, on tensor cores in float64.
+  bool dense_triangles_f32 = false;
+  bool dense_triangles_f64 = true;
+};
+
+/// The options solves and factorizations read now.
+LinalgOptions linalg_options();
+/// Sets the options of every later solve and factorization.
+void set_linalg_options(const LinalgOptions& options);
+
+/// Sets the options for a scope and restores the previous ones at its end (tests, benchmarks).
+/// Example: `LinalgOptionsGuard guard([](LinalgOptions& o) { o.few_columns = 0; });`
+class LinalgOptionsGuard {
+ public:
+  template <class Edit>
+  explicit LinalgOptionsGuard(Edit edit) : previous_(linalg_options()) {
+    LinalgOptions options = previous_;
+    edit(options);
+    set_linalg_options(options);
+  }
+  ~LinalgOptionsGuard() { set_linalg_options(previous_); }
+  LinalgOptionsGuard(const LinalgOptionsGuard&) = delete;
+  LinalgOptionsGuard& operator=(const LinalgOptionsGuard&) = delete;
+
+ private:
+  LinalgOptions previous_;
+};
+
+}  // namespace sg::detail::cuda
