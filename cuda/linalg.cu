@@ -14,6 +14,7 @@
 #include "cuda/linalg.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -512,10 +513,14 @@ constexpr size_t tile_bytes(int tiles) {
   return (static_cast<size_t>(tiles) * NB * (NB + 1) + NB) * sizeof(T);
 }
 
-/// Lets `kernel` take `bytes` of dynamic shared memory (beyond the default 48 KB).
+/// Lets `kernel` take `bytes` of dynamic shared memory (beyond the default 48 KB) on `device`, once
+/// per device and kernel (`done` is the kernel's own set of devices).
 template <typename Kernel>
-void allow_shared(Kernel kernel, size_t bytes) {
+void allow_shared(Kernel kernel, size_t bytes, int device, std::atomic<uint64_t>& done) {
+  const uint64_t bit = uint64_t{1} << device;
+  if (done.load(std::memory_order_acquire) & bit) return;
   SG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_acq_rel);
 }
 
 /// The leaves' order (float64 tiles of 128 take 133 KB of shared memory, float32 66 KB).
@@ -638,7 +643,8 @@ void invert_blocks(int device, const T* t, int64_t n, bool trans, OperandKind ki
   constexpr int NB = leaf_order<T>();
   const auto kernel = invert_blocks_kernel<T, NB>;
   const size_t bytes = tile_bytes<T, NB>(1);
-  allow_shared(kernel, bytes);
+  static std::atomic<uint64_t> shared_set{0};
+  allow_shared(kernel, bytes, device, shared_set);
   const unsigned blocks = static_cast<unsigned>((n + NB - 1) / NB);
   kernel<<<blocks, kBlockThreads, bytes, stream(device)>>>(t, n, trans, kind == OperandKind::Upper, unit, out,
                                                             out_step, ldo);
@@ -650,7 +656,8 @@ void launch_few_columns(int device, const FewColumnsArgs<T>& args, int64_t block
   constexpr int BS = few_columns_block<T>();
   const auto kernel = solve_few_columns_kernel<T, BS, KC, COLS>;
   const size_t bytes = tile_bytes<T, BS>(2);
-  allow_shared(kernel, bytes);
+  static std::atomic<uint64_t> shared_set{0};
+  allow_shared(kernel, bytes, device, shared_set);
   const int64_t grid = blocks * args.chunks;
   SG_CHECK(grid <= INT32_MAX, "cuda solve_triangular: ", grid, " blocks are too many");
   kernel<<<static_cast<unsigned>(grid), kBlockThreads, bytes, stream(device)>>>(args);
@@ -733,7 +740,8 @@ void BlockedCholesky::leaf(int64_t lo, int64_t m) const {
   constexpr int NB = leaf_order<T>();
   const auto kernel = cholesky_block_kernel<T, NB>;
   const size_t bytes = tile_bytes<T, NB>(1);
-  allow_shared(kernel, bytes);
+  static std::atomic<uint64_t> shared_set{0};
+  allow_shared(kernel, bytes, cx.device, shared_set);
   kernel<<<1, kBlockThreads, bytes, stream(cx.device)>>>(cx.at(static_cast<T*>(out), lo * n + lo), n,
                                                          static_cast<int>(m), cx.at(static_cast<T*>(w), lo * n + lo),
                                                          n, info, lo);
