@@ -174,19 +174,22 @@ struct Peers {
   }
 };
 
-/// cuSOLVER's Cholesky of a row-major SPD matrix in place (its lower triangle: cuSOLVER's upper, being
-/// column-major), with its workspace.
+/// cuSOLVER's Cholesky of a row-major SPD matrix in place, with its workspace: by default of its lower
+/// triangle (cuSOLVER's upper, being column-major), the layout of ours; with CUBLAS_FILL_MODE_LOWER of
+/// its upper triangle (the factor comes out transposed), the layout PyTorch hands cuSOLVER.
 struct Potrf {
   Peers& peers;
   int64_t n;
   cudaDataType type;
+  cublasFillMode_t fill;
   size_t device_bytes = 0, host_bytes = 0;
   void* device_work = nullptr;
   std::vector<char> host_work;
   int* info = nullptr;
-  Potrf(Peers& p, int64_t order, cudaDataType t, void* a) : peers(p), n(order), type(t) {
-    check(cusolverDnXpotrf_bufferSize(peers.solver, peers.params, CUBLAS_FILL_MODE_UPPER, n, type, a, n, type,
-                                      &device_bytes, &host_bytes));
+  Potrf(Peers& p, int64_t order, cudaDataType t, void* a, cublasFillMode_t f = CUBLAS_FILL_MODE_UPPER)
+      : peers(p), n(order), type(t), fill(f) {
+    check(cusolverDnXpotrf_bufferSize(peers.solver, peers.params, fill, n, type, a, n, type, &device_bytes,
+                                      &host_bytes));
     check(cudaMalloc(&device_work, std::max<size_t>(device_bytes, 1)));
     host_work.resize(std::max<size_t>(host_bytes, 1));
     check(cudaMalloc(&info, sizeof(int)));
@@ -196,8 +199,8 @@ struct Potrf {
     cudaFree(info);
   }
   void operator()(void* a) {
-    check(cusolverDnXpotrf(peers.solver, peers.params, CUBLAS_FILL_MODE_UPPER, n, type, a, n, type, device_work,
-                           device_bytes, host_work.data(), host_bytes, info));
+    check(cusolverDnXpotrf(peers.solver, peers.params, fill, n, type, a, n, type, device_work, device_bytes,
+                           host_work.data(), host_bytes, info));
   }
 };
 
@@ -284,6 +287,13 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     const double ours = median_ms(reps, backend_cholesky);
     const double peer = median_ms(reps, [&](int) { potrf(work.data_ptr()); }, [&](int r) { copy_into(work, spd[r % sets]); });
     report("backend", "cholesky", n, name, ours, -1, "cusolver potrf", peer, diff);
+    Potrf potrf_lower(peers, n, type, work.data_ptr(), CUBLAS_FILL_MODE_LOWER);
+    copy_into(work, spd[0]);
+    potrf_lower(work.data_ptr());
+    const double diff_lower = rel_diff(sg::transpose(out), sg::Tensor(sg::triu(work)));
+    const double peer_lower = median_ms(reps, [&](int) { potrf_lower(work.data_ptr()); },
+                                        [&](int r) { copy_into(work, spd[r % sets]); });
+    report("backend", "cholesky", n, name, ours, -1, "cusolver potrf (L)", peer_lower, diff_lower);
   }
   for (const bool one : {false, true}) {
     std::vector<sg::Tensor>& b = one ? rhs1 : rhs;
@@ -324,24 +334,29 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
       sg::Tensor bk = sg::randn({n, k}, o), xk = sg::Tensor::empty({n, k}, o);
       return std::make_pair(bk, xk);
     };
+    auto flip_dense = [](cu::LinalgOptions& v) {
+      v.dense_triangles_f32 = !v.dense_triangles_f32;
+      v.dense_triangles_f64 = !v.dense_triangles_f64;
+    };
+    auto inverse_body = [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); };
+    variant("cholesky, every product on the GEMM", [](cu::LinalgOptions& v) { v.own_products_up_to = 0; },
+            backend_cholesky, {});
+    variant("cholesky, own products up to 128", [](cu::LinalgOptions& v) { v.own_products_up_to = 128; },
+            backend_cholesky, {});
+    variant("cholesky, own products up to 512", [](cu::LinalgOptions& v) { v.own_products_up_to = 512; },
+            backend_cholesky, {});
     variant("cholesky, no split update", [](cu::LinalgOptions& v) { v.split_update_from = int64_t{1} << 40; },
             backend_cholesky, {});
-    variant("cholesky, split update from 512", [](cu::LinalgOptions& v) { v.split_update_from = 512; },
-            backend_cholesky, {});
-    variant("cholesky, dense triangles flipped", [&](cu::LinalgOptions& v) {
-      v.dense_triangles_f32 = !v.dense_triangles_f32;
-      v.dense_triangles_f64 = !v.dense_triangles_f64;
-    }, backend_cholesky, {});
-    variant("inverse, dense triangles flipped", [&](cu::LinalgOptions& v) {
-      v.dense_triangles_f32 = !v.dense_triangles_f32;
-      v.dense_triangles_f64 = !v.dense_triangles_f64;
-    }, [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); }, {});
-    variant("solve N rhs, dense triangles flipped", [&](cu::LinalgOptions& v) {
-      v.dense_triangles_f32 = !v.dense_triangles_f32;
-      v.dense_triangles_f64 = !v.dense_triangles_f64;
-    }, [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, true, x); },
+    variant("cholesky, dense triangles flipped", flip_dense, backend_cholesky, {});
+    variant("inverse, every product on the GEMM", [](cu::LinalgOptions& v) { v.own_products_up_to = 0; },
+            inverse_body, {});
+    variant("inverse, own products up to 512", [](cu::LinalgOptions& v) { v.own_products_up_to = 512; },
+            inverse_body, {});
+    variant("inverse, dense triangles flipped", flip_dense, inverse_body, {});
+    variant("solve N rhs, structured leaves", [](cu::LinalgOptions& v) { v.dense_solve_leaves = false; },
+            [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, true, x); },
             [&](int r) { copy_into(x, rhs[r % sets]); });
-    for (const int64_t k : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{32}, int64_t{64}}) {
+    for (const int64_t k : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{128}}) {
       auto [bk, xk] = solve_k(k);
       for (const bool few : {true, false}) {
         variant("solve " + std::to_string(k) + " rhs, " + (few ? "one launch" : "blocked"),
@@ -353,7 +368,7 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     {  // the transposed and right-hand 1-rhs cases (the backward's solve reads T transposed)
       sg::Tensor xr = sg::Tensor::empty({1, n}, o);
       const sg::Tensor br = sg::randn({1, n}, o);
-      variant("solve 1 rhs, Uᵀ (trans)", [](cu::LinalgOptions&) {},
+      variant("solve 1 rhs, trans", [](cu::LinalgOptions&) {},
               [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Lower, true, false, true, x1); },
               [&](int r) { copy_into(x1, rhs1[r % sets]); });
       variant("solve 1 rhs, right", [](cu::LinalgOptions&) {},

@@ -8,7 +8,9 @@
 //    of the recursive Cholesky;
 //  * solve_few_columns_kernel solves with a few right-hand sides in one launch: a CTA per block row
 //    (and group of columns), which inverts its diagonal block, then subtracts the solved rows above
-//    it as a counter in global memory says they are ready.
+//    it as a counter in global memory says they are ready;
+//  * small_product_kernel runs the recursions' smallest products (every extent ≤ 256 by default)
+//    on tiles of 32 or 64, which spread over more SMs than the GEMM's 128-tiles.
 // Every diagonal block is handled as a lower triangle: an upper one is read with its rows and columns
 // reversed (P·U·P is lower for the reversal P), a transposed one with its two strides swapped.
 #include "cuda/linalg.h"
@@ -79,18 +81,21 @@ __device__ void load_lower_tile(View<const T> a, int m, bool unit, T* tile, T* r
   __syncthreads();
 }
 
-/// X = L⁻¹ for the lower triangular tile L (see load_lower_tile) with diagonal reciprocals rdiag:
-/// X's rows and columns below m, exact zeros above the diagonal. X may be shared or global memory.
-/// The diagonal 32-blocks go one to a warp (column j of the block on lane j, a forward substitution
-/// in registers); the blocks below follow diagonal by diagonal, X_ij = −X_ii·Σ_{j≤p<i} L_ip·X_pj.
-/// All the block's threads call it; it returns synchronised.
+/// Inverts the lower triangular tile L (see load_lower_tile; rdiag holds its diagonal's
+/// reciprocals) in place: X = L⁻¹ goes transposed into the tile's upper triangle, X(i, j) at
+/// tile[j][i] for j ≤ i (the diagonal's slots too: L's diagonal is read only through rdiag), so L's
+/// strict lower triangle, which the products below read, stays. Rows and columns from m on are left
+/// out. The diagonal 32-blocks go one to a warp (column j of a block on lane j, a forward substitution
+/// in registers); the blocks below follow diagonal by diagonal, X_ij = −X_ii·Σ_{j≤p<i} L_ip·X_pj, with
+/// S_ij = Σ L_ip·X_pj kept where X_ij goes. All the block's threads call it; it returns synchronised.
 template <typename T, int NB>
-__device__ void invert_lower_tile(const T* L, const T* rdiag, View<T> X, int m) {
+__device__ void invert_lower_tile(T* tile, const T* rdiag, int m) {
   constexpr int LD = NB + 1;
   constexpr int kWarps = kBlockThreads / kWarp;
   constexpr int kRows = kWarp / kWarps;  // rows of a 32-block per thread in the block products
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int blocks = (m + kWarp - 1) / kWarp;
+  auto x_at = [tile](int i, int j) -> T& { return tile[j * LD + i]; };
   for (int b = warp; b < blocks; b += kWarps) {
     const int b0 = b * kWarp;
     // x holds Σ_{q<i} L_iq·x_q until x_i is known.
@@ -102,35 +107,30 @@ __device__ void invert_lower_tile(const T* L, const T* rdiag, View<T> X, int m) 
       const T xp = ((p == lane ? T(1) : T(0)) - x[p]) * rdiag[b0 + p];
       x[p] = xp;
 #pragma unroll
-      for (int i = p + 1; i < kWarp; ++i) x[i] += L[(b0 + i) * LD + b0 + p] * xp;
+      for (int i = p + 1; i < kWarp; ++i) x[i] += tile[(b0 + i) * LD + b0 + p] * xp;
     }
     if (b0 + lane < m) {
 #pragma unroll
       for (int i = 0; i < kWarp; ++i)
-        if (b0 + i < m) X(b0 + i, b0 + lane) = i >= lane ? x[i] : T(0);
+        if (i >= lane && b0 + i < m) x_at(b0 + i, b0 + lane) = x[i];
     }
-  }
-  // The 32-blocks above the diagonal.
-  for (int e = threadIdx.x; e < m * m; e += kBlockThreads) {
-    const int r = e / m, c = e - r * m;
-    if (c / kWarp > r / kWarp) X(r, c) = T(0);
   }
   __syncthreads();
   for (int d = 1; d < blocks; ++d) {
-    // S_ij = Σ_{j≤p<i} L_ip·X_pj for i = j + d, written where X_ij goes.
+    // S_ij = Σ_{j≤p<i} L_ip·X_pj for i = j + d (X_jj read inside its lower triangle only).
     for (int j = 0; j + d < blocks; ++j) {
-      const int i0 = (j + d) * kWarp, j0 = j * kWarp;
+      const int i0 = (j + d) * kWarp, j0 = j * kWarp, col = j0 + lane;
       T acc[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) acc[r] = T(0);
       for (int p = j0; p < i0; ++p) {
-        const T xv = X(p, j0 + lane);
+        const T xv = p >= col ? x_at(p, col) : T(0);
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[r] += L[(i0 + warp * kRows + r) * LD + p] * xv;
+        for (int r = 0; r < kRows; ++r) acc[r] += tile[(i0 + warp * kRows + r) * LD + p] * xv;
       }
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        if (i0 + warp * kRows + r < m) X(i0 + warp * kRows + r, j0 + lane) = acc[r];
+        if (i0 + warp * kRows + r < m) x_at(i0 + warp * kRows + r, col) = acc[r];
     }
     __syncthreads();
     // X_ij = −X_ii·S_ij, every product read before any is written.
@@ -138,15 +138,15 @@ __device__ void invert_lower_tile(const T* L, const T* rdiag, View<T> X, int m) 
 #pragma unroll
     for (int j = 0; j < NB / kWarp; ++j) {
       if (j + d < blocks) {
-        const int i0 = (j + d) * kWarp, j0 = j * kWarp;
+        const int i0 = (j + d) * kWarp, col = j * kWarp + lane;
 #pragma unroll
         for (int r = 0; r < kRows; ++r) out[j][r] = T(0);
         for (int q = 0; q < kWarp && i0 + q < m; ++q) {
-          const T sv = X(i0 + q, j0 + lane);
+          const T sv = x_at(i0 + q, col);
 #pragma unroll
           for (int r = 0; r < kRows; ++r) {
             const int row = warp * kRows + r;
-            if (q <= row && i0 + row < m) out[j][r] -= X(i0 + row, i0 + q) * sv;
+            if (q <= row && i0 + row < m) out[j][r] -= x_at(i0 + row, i0 + q) * sv;
           }
         }
       }
@@ -155,13 +155,23 @@ __device__ void invert_lower_tile(const T* L, const T* rdiag, View<T> X, int m) 
 #pragma unroll
     for (int j = 0; j < NB / kWarp; ++j) {
       if (j + d < blocks) {
-        const int i0 = (j + d) * kWarp, j0 = j * kWarp;
+        const int i0 = (j + d) * kWarp, col = j * kWarp + lane;
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          if (i0 + warp * kRows + r < m) X(i0 + warp * kRows + r, j0 + lane) = out[j][r];
+          if (i0 + warp * kRows + r < m) x_at(i0 + warp * kRows + r, col) = out[j][r];
       }
     }
     __syncthreads();
+  }
+}
+
+/// Writes the inverse held in an inverted tile (invert_lower_tile) through `out`: X(i, j) for j ≤ i < m,
+/// exact zeros above the diagonal. Consecutive threads walk j.
+template <typename T, int NB>
+__device__ void store_inverse(const T* tile, int m, View<T> out) {
+  for (int e = threadIdx.x; e < m * m; e += kBlockThreads) {
+    const int i = e / m, j = e - i * m;
+    out(i, j) = j <= i ? tile[j * (NB + 1) + i] : T(0);
   }
 }
 
@@ -186,9 +196,9 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int64_t p0 = int64_t{blockIdx.x} * NB;
   const int m = static_cast<int>(min(int64_t{NB}, n - p0));
   load_lower_tile<T, NB>(lower_block_view(t, n, p0, m, trans, reversed), m, unit, tile, rdiag);
+  invert_lower_tile<T, NB>(tile, rdiag, m);
   T* o = out + int64_t{blockIdx.x} * out_step;
-  const View<T> x = reversed ? View<T>{o + (m - 1) * (ldo + 1), -ldo, -1} : View<T>{o, ldo, 1};
-  invert_lower_tile<T, NB>(tile, rdiag, x, m);
+  store_inverse<T, NB>(tile, m, reversed ? View<T>{o + (m - 1) * (ldo + 1), -ldo, -1} : View<T>{o, ldo, 1});
 }
 
 // ---- Cholesky leaves --------------------------------------------------------------------
@@ -228,15 +238,15 @@ __device__ int factor_diagonal_block(T* tile, T* rdiag, int c0) {
 }
 
 /// Factors the SPD block a [m, m] (m ≤ NB, rows of lda; its lower triangle read) in one CTA: a = L·Lᵀ
-/// with L written over a (exact zeros above the diagonal) and L⁻¹ into w (rows of ldw, zeros above
-/// the diagonal). Right-looking over 32-column panels: the panel's diagonal block on one warp, the
+/// with L written to l (rows of ldl, exact zeros above the diagonal) and L⁻¹ to w (rows of ldw, zeros
+/// above the diagonal). Right-looking over 32-column panels: the panel's diagonal block on one warp, the
 /// rows below it by forward substitution (a thread per row), the trailing lower triangle in 4 × 4
 /// register tiles. The first pivot that is not positive, as a 1-based column of the whole matrix
 /// (first_col + its column), goes into *info unless an earlier one is there.
 template <typename T, int NB>
 __global__ void __launch_bounds__(kBlockThreads)
-    cholesky_block_kernel(T* a, int64_t lda, int m, T* w, int64_t ldw, unsigned long long* info,
-                          int64_t first_col) {
+    cholesky_block_kernel(const T* a, int64_t lda, T* l, int64_t ldl, int m, T* w, int64_t ldw,
+                          unsigned long long* info, int64_t first_col) {
   constexpr int LD = NB + 1;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
@@ -313,11 +323,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
     __syncthreads();
   }
-  invert_lower_tile<T, NB>(tile, rdiag, View<T>{w, ldw, 1}, m);
+  // L first: the inverse takes its diagonal's slots.
   for (int e = tid; e < m * m; e += kBlockThreads) {
     const int i = e / m, j = e - i * m;
-    a[i * lda + j] = j <= i ? tile[i * LD + j] : T(0);
+    l[i * ldl + j] = j <= i ? tile[i * LD + j] : T(0);
   }
+  __syncthreads();
+  invert_lower_tile<T, NB>(tile, rdiag, m);
+  store_inverse<T, NB>(tile, m, View<T>{w, ldw, 1});
 }
 
 // ---- solves with few right-hand sides ---------------------------------------------------
@@ -337,23 +350,54 @@ struct FewColumnsArgs {
   unsigned int* ready;  ///< ready[chunk]: how many block rows of the chunk are solved
 };
 
-/// L·X = B for the BS rows of block b and the KC columns of one chunk, in one CTA: the block's
-/// diagonal inverse first (while the blocks above are solved), then for each block j < b, as soon as
-/// ready[chunk] passes j, B_b −= L_bj·X_j (L_bj loaded before the wait), finally X_b = L_bb⁻¹·B_b
-/// written and ready[chunk] raised. CTAs claim blocks in order from a counter, so each waits only on
-/// CTAs that run. COLS: L's columns are contiguous (|l_row| = 1), so lanes walk rows; else lanes
-/// walk columns.
+/// Shared memory of solve_few_columns_kernel, in elements: two tiles, the reciprocals, and the
+/// right-hand side, partial solution, previous block, partial sums and (COLS) per-warp sums.
+template <int BS, int KC>
+constexpr int few_columns_elements() {
+  return 2 * BS * (BS + 1) + BS + 3 * BS * KC + (kBlockThreads / BS) * BS * KC + (kBlockThreads / kWarp) * BS * KC;
+}
+
+/// Waits until ready[chunk] passes `block` (one thread spins with acquire loads, the block then meets
+/// at a barrier, so every thread's later loads see the rows it guards). `known` caches the last count
+/// seen; `seen` alternates between two slots so that a slot is rewritten only after a barrier.
+__device__ __forceinline__ void wait_for_block(const unsigned int* ready, int64_t block, int64_t& known,
+                                               int& parity, unsigned int* seen) {
+  if (block < known) return;
+  if (threadIdx.x == 0) {
+    unsigned int v;
+    while ((v = load_acquire(ready)) <= block) {
+    }
+    seen[parity] = v;
+  }
+  __syncthreads();
+  known = seen[parity];
+  parity ^= 1;
+}
+
+/// L·X = B for the BS rows of block b and the KC columns of one chunk, in one CTA. First, while the
+/// blocks above are being solved: the inverse of L_bb and G = L_bb⁻¹·L_b,b−1. Then for each block
+/// j < b − 1, as soon as ready[chunk] passes j, B_b −= L_bj·X_j (L_bj loaded before the wait), and
+/// Y = L_bb⁻¹·B_b. Last, once X_{b−1} is ready, X_b = Y − G·X_{b−1}: one block product between two
+/// blocks' solutions. CTAs claim blocks in order from a counter, so each waits only on CTAs that
+/// run. COLS: L's columns are contiguous (|l_row| = 1), so lanes walk rows; else lanes walk columns.
 template <typename T, int BS, int KC, bool COLS>
 __global__ void __launch_bounds__(kBlockThreads) solve_few_columns_kernel(FewColumnsArgs<T> args) {
   constexpr int LD = BS + 1;
   constexpr int kWarps = kBlockThreads / kWarp;
   constexpr int kR = COLS ? BS / kWarp : BS / kWarps;  // rows of the block per thread
   constexpr int kQ = COLS ? BS / kWarps : BS / kWarp;  // columns of L_bj per thread
-  constexpr int kParts = kBlockThreads / BS;           // threads per row of the final product
+  constexpr int kParts = kBlockThreads / BS;           // threads per row of a block product
+  constexpr int kSpan = BS / kParts;
+  constexpr int kG = BS / 16;                          // rows and columns of G per thread
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  T* tile = reinterpret_cast<T*>(shared_bytes);
-  T* inverse = tile + BS * LD;
-  T* rdiag = inverse + BS * LD;
+  T* tile = reinterpret_cast<T*>(shared_bytes);  // L_bb, then its inverse (invert_lower_tile)
+  T* g = tile + BS * LD;                         // L_b,b−1, then G
+  T* rdiag = g + BS * LD;
+  T* rhs = rdiag + BS;                           // [BS][KC]
+  T* y = rhs + BS * KC;                          // [BS][KC]
+  T* prev = y + BS * KC;                         // [BS][KC]: X_{b−1}
+  T* parts = prev + BS * KC;                     // [kParts][BS][KC]
+  T* red = parts + kParts * BS * KC;             // COLS: [kWarps][BS][KC]
   __shared__ unsigned int claimed, seen[2];
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
   if (tid == 0) claimed = atomicAdd(args.next, 1u);
@@ -365,10 +409,42 @@ __global__ void __launch_bounds__(kBlockThreads) solve_few_columns_kernel(FewCol
   const int kc = static_cast<int>(min(int64_t{KC}, args.k - col0));
   const View<const T> l{args.l, args.l_row, args.l_col};
   const View<T> x{args.x, args.x_row, args.x_col};
+  const unsigned int* ready = args.ready + chunk;
 
   load_lower_tile<T, BS>(View<const T>{args.l + row0 * (args.l_row + args.l_col), args.l_row, args.l_col}, m,
                          args.unit, tile, rdiag);
-  invert_lower_tile<T, BS>(tile, rdiag, View<T>{inverse, LD, 1}, m);
+  invert_lower_tile<T, BS>(tile, rdiag, m);
+  if (b > 0) {
+    // G = L_bb⁻¹·L_b,b−1, a kG × kG register tile per thread (rows ty + 16u, columns tx + 16v).
+    const int64_t q0 = row0 - BS;
+    for (int e = tid; e < BS * BS; e += kBlockThreads) {
+      const int r = COLS ? e % BS : e / BS, c = COLS ? e / BS : e % BS;
+      g[r * LD + c] = r < m ? l(row0 + r, q0 + c) : T(0);
+    }
+    __syncthreads();
+    const int ty = tid / 16, tx = tid % 16;
+    T acc[kG][kG];
+#pragma unroll
+    for (int u = 0; u < kG; ++u)
+#pragma unroll
+      for (int v = 0; v < kG; ++v) acc[u][v] = T(0);
+    for (int q = 0; q < BS; ++q) {
+      T iv[kG], lv[kG];
+#pragma unroll
+      for (int u = 0; u < kG; ++u) iv[u] = q <= ty + 16 * u ? tile[q * LD + ty + 16 * u] : T(0);
+#pragma unroll
+      for (int v = 0; v < kG; ++v) lv[v] = g[q * LD + tx + 16 * v];
+#pragma unroll
+      for (int u = 0; u < kG; ++u)
+#pragma unroll
+        for (int v = 0; v < kG; ++v) acc[u][v] += iv[u] * lv[v];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kG; ++u)
+#pragma unroll
+      for (int v = 0; v < kG; ++v) g[(ty + 16 * u) * LD + tx + 16 * v] = acc[u][v];
+  }
 
   auto row_of = [&](int r) { return COLS ? lane + kWarp * r : warp * kR + r; };
   auto col_of = [&](int q) { return COLS ? warp * kQ + q : lane + kWarp * q; };
@@ -383,25 +459,14 @@ __global__ void __launch_bounds__(kBlockThreads) solve_few_columns_kernel(FewCol
 
   int64_t known = 0;  // block rows known to be solved
   int parity = 0;
-  for (int64_t j = 0; j < b; ++j) {
+  for (int64_t j = 0; j + 1 < b; ++j) {
     const int64_t q0 = j * BS;  // block j is whole: only the last block can be short
     T lv[kR][kQ];
 #pragma unroll
     for (int r = 0; r < kR; ++r)
 #pragma unroll
       for (int q = 0; q < kQ; ++q) lv[r][q] = row_of(r) < m ? l(row0 + row_of(r), q0 + col_of(q)) : T(0);
-    if (j >= known) {
-      if (tid == 0) {
-        unsigned int v;
-        while ((v = load_acquire(args.ready + chunk)) <= j) {
-        }
-        seen[parity] = v;
-        __threadfence();
-      }
-      __syncthreads();
-      known = seen[parity];
-      parity ^= 1;
-    }
+    wait_for_block(ready, j, known, parity, seen);
     T xv[kQ][KC];
 #pragma unroll
     for (int q = 0; q < kQ; ++q)
@@ -415,10 +480,7 @@ __global__ void __launch_bounds__(kBlockThreads) solve_few_columns_kernel(FewCol
         for (int c = 0; c < KC; ++c) acc[r][c] -= lv[r][q] * xv[q][c];
   }
 
-  // The block's right-hand side, reduced into shared memory (the tile is free now).
-  T* red = tile;                           // COLS: [warps][BS][KC]
-  T* rhs = tile + kWarps * BS * KC;        // [BS][KC]
-  T* parts = rhs + BS * KC;                // [kParts][BS][KC]
+  // The block's right-hand side, reduced into shared memory.
   if constexpr (COLS) {
 #pragma unroll
     for (int r = 0; r < kR; ++r)
@@ -443,39 +505,143 @@ __global__ void __launch_bounds__(kBlockThreads) solve_few_columns_kernel(FewCol
       }
   }
   __syncthreads();
-  // X_b = L_bb⁻¹·rhs: kParts threads per row, each over a slice of the columns.
+  // Y = L_bb⁻¹·rhs: kParts threads per row, each over a slice of the columns.
+  const int row = tid % BS, part = tid / BS;
   {
-    const int row = tid % BS, part = tid / BS;
-    constexpr int kSpan = BS / kParts;
-    T y[KC];
+    T s[KC];
 #pragma unroll
-    for (int c = 0; c < KC; ++c) y[c] = T(0);
+    for (int c = 0; c < KC; ++c) s[c] = T(0);
     if (row < m) {
       const int end = min(row + 1, (part + 1) * kSpan);
       for (int q = part * kSpan; q < end; ++q) {
-        const T iv = inverse[row * LD + q];
+        const T iv = tile[q * LD + row];
 #pragma unroll
-        for (int c = 0; c < KC; ++c) y[c] += iv * rhs[q * KC + c];
+        for (int c = 0; c < KC; ++c) s[c] += iv * rhs[q * KC + c];
       }
     }
 #pragma unroll
-    for (int c = 0; c < KC; ++c) parts[(part * BS + row) * KC + c] = y[c];
+    for (int c = 0; c < KC; ++c) parts[(part * BS + row) * KC + c] = s[c];
   }
   __syncthreads();
   for (int e = tid; e < BS * KC; e += kBlockThreads) {
-    const int row = e / KC, c = e % KC;
-    if (row < m && c < kc) {
-      T s = T(0);
+    T s = T(0);
 #pragma unroll
-      for (int p = 0; p < kParts; ++p) s += parts[(p * BS + row) * KC + c];
-      x(row0 + row, col0 + c) = s;
+    for (int p = 0; p < kParts; ++p) s += parts[p * BS * KC + e];
+    y[e] = s;
+  }
+  if (b > 0) {
+    // X_b = Y − G·X_{b−1}, once X_{b−1} is there.
+    wait_for_block(ready, b - 1, known, parity, seen);
+    for (int e = tid; e < BS * KC; e += kBlockThreads) {
+      const int q = e / KC, c = e % KC;
+      prev[e] = c < kc ? __ldcg(&x(row0 - BS + q, col0 + c)) : T(0);
     }
+    __syncthreads();
+    T s[KC];
+#pragma unroll
+    for (int c = 0; c < KC; ++c) s[c] = T(0);
+    for (int q = part * kSpan; q < (part + 1) * kSpan; ++q) {
+      const T gv = g[row * LD + q];
+#pragma unroll
+      for (int c = 0; c < KC; ++c) s[c] += gv * prev[q * KC + c];
+    }
+#pragma unroll
+    for (int c = 0; c < KC; ++c) parts[(part * BS + row) * KC + c] = s[c];
   }
   __syncthreads();
-  if (tid == 0) {
-    __threadfence();
-    store_release(args.ready + chunk, static_cast<unsigned int>(b + 1));
+  for (int e = tid; e < BS * KC; e += kBlockThreads) {
+    const int r = e / KC, c = e % KC;
+    if (r < m && c < kc) {
+      T s = y[e];
+      if (b > 0) {
+#pragma unroll
+        for (int p = 0; p < kParts; ++p) s -= parts[p * BS * KC + e];
+      }
+      x(row0 + r, col0 + c) = s;
+    }
   }
+  // Every thread's rows are written before the count says so (a barrier, then a release store).
+  __syncthreads();
+  if (tid == 0) store_release(args.ready + chunk, static_cast<unsigned int>(b + 1));
+}
+
+// ---- small products -----------------------------------------------------------------------
+
+/// What small_product_kernel computes: C = alpha·op(A)·op(B), or C += … with `accumulate`, for
+/// op(A) [m, k] and op(B) [k, n] read through views whose structure (Dense, Upper or Lower) says what
+/// is read: the zero triangle of a triangular operand never is.
+template <typename T>
+struct SmallProduct {
+  View<const T> a;  ///< op(A)(i, p)
+  View<const T> b;  ///< op(B)(p, j)
+  OperandKind a_kind, b_kind;
+  T* c;
+  int64_t ldc;
+  int m, n, k;
+  T alpha;
+  bool accumulate;
+};
+
+/// One TILE × TILE block of C per CTA over the k-range where both operands can be non-zero
+/// (structured_k_range), in k-steps of 32 staged through shared memory; each thread holds TILE/16 ×
+/// TILE/16 outputs (rows ty + 16u, columns tx + 16v). The products of the recursions' lowest levels:
+/// a handful of 128-tiles would leave most SMs idle, these smaller tiles spread over more of them.
+template <typename T, int TILE>
+__global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProduct<T> p) {
+  constexpr int KS = 32, R = TILE / 16, LDS = TILE + 1;
+  __shared__ T as[KS * LDS];  // op(A)'s k-step, k-major: as[q][i]
+  __shared__ T bs[KS * LDS];  // op(B)'s k-step: bs[q][j]
+  const int i0 = blockIdx.y * TILE, j0 = blockIdx.x * TILE;
+  const KRange range =
+      structured_k_range(p.a_kind, p.b_kind, i0, min(i0 + TILE, p.m), j0, min(j0 + TILE, p.n), p.k);
+  const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+  const bool a_along_k = p.a.col == 1 || p.a.col == -1;  // consecutive threads walk the unit step
+  const bool b_along_j = p.b.col == 1 || p.b.col == -1;
+  T acc[R][R];
+#pragma unroll
+  for (int u = 0; u < R; ++u)
+#pragma unroll
+    for (int v = 0; v < R; ++v) acc[u][v] = T(0);
+  for (int64_t k0 = range.begin; k0 < range.end; k0 += KS) {
+    for (int e = tid; e < TILE * KS; e += kBlockThreads) {
+      const int i = a_along_k ? e / KS : e % TILE, q = a_along_k ? e % KS : e / TILE;
+      const int64_t gi = i0 + i, gq = k0 + q;
+      const bool inside = gi < p.m && gq < range.end && (p.a_kind != OperandKind::Lower || gq <= gi) &&
+                          (p.a_kind != OperandKind::Upper || gq >= gi);
+      as[q * LDS + i] = inside ? p.a(gi, gq) : T(0);
+    }
+    for (int e = tid; e < TILE * KS; e += kBlockThreads) {
+      const int j = b_along_j ? e % TILE : e / KS, q = b_along_j ? e / TILE : e % KS;
+      const int64_t gj = j0 + j, gq = k0 + q;
+      const bool inside = gj < p.n && gq < range.end && (p.b_kind != OperandKind::Lower || gj <= gq) &&
+                          (p.b_kind != OperandKind::Upper || gj >= gq);
+      bs[q * LDS + j] = inside ? p.b(gq, gj) : T(0);
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int q = 0; q < KS; ++q) {
+      T av[R], bv[R];
+#pragma unroll
+      for (int u = 0; u < R; ++u) av[u] = as[q * LDS + ty + 16 * u];
+#pragma unroll
+      for (int v = 0; v < R; ++v) bv[v] = bs[q * LDS + tx + 16 * v];
+#pragma unroll
+      for (int u = 0; u < R; ++u)
+#pragma unroll
+        for (int v = 0; v < R; ++v) acc[u][v] += av[u] * bv[v];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int u = 0; u < R; ++u)
+#pragma unroll
+    for (int v = 0; v < R; ++v) {
+      const int64_t gi = i0 + ty + 16 * u, gj = j0 + tx + 16 * v;
+      if (gi < p.m && gj < p.n) {
+        T* out = p.c + gi * p.ldc + gj;
+        *out = p.accumulate ? *out + p.alpha * acc[u][v] : p.alpha * acc[u][v];
+      }
+    }
 }
 
 // ---- element maps -----------------------------------------------------------------------
@@ -507,10 +673,10 @@ struct ZeroOffBlocksMap {
 
 // ---- host side --------------------------------------------------------------------------
 
-/// Shared memory of a tile kernel: two tiles (or one and the caller's) and the reciprocals.
+/// Shared memory of a kernel on one tile and its reciprocals.
 template <typename T, int NB>
-constexpr size_t tile_bytes(int tiles) {
-  return (static_cast<size_t>(tiles) * NB * (NB + 1) + NB) * sizeof(T);
+constexpr size_t tile_bytes() {
+  return (static_cast<size_t>(NB) * (NB + 1) + NB) * sizeof(T);
 }
 
 /// Lets `kernel` take `bytes` of dynamic shared memory (beyond the default 48 KB) on `device`, once
@@ -523,13 +689,7 @@ void allow_shared(Kernel kernel, size_t bytes, int device, std::atomic<uint64_t>
   done.fetch_or(bit, std::memory_order_acq_rel);
 }
 
-/// The leaves' order (float64 tiles of 128 take 133 KB of shared memory, float32 66 KB).
-template <typename T>
-constexpr int leaf_order() {
-  return static_cast<int>(kLeaf);
-}
-
-/// Block rows of the few-columns solve: 128 in float32, 64 in float64 (two tiles in shared memory).
+/// Block rows of the few-columns solve: 128 in float32, 64 in float64 (its two tiles in shared memory).
 template <typename T>
 constexpr int few_columns_block() {
   return sizeof(T) == 4 ? 128 : 64;
@@ -552,13 +712,27 @@ Operand dense(const void* data, int64_t ld, bool trans = false) {
   return {data, ld, GemmOperand{OperandKind::Dense, trans}};
 }
 
+/// op(X) of an operand as a view: element (i, j) of the [rows, cols] matrix op(X).
+template <typename T>
+View<const T> op_view(const Operand& x) {
+  const T* data = static_cast<const T*>(x.data);
+  return x.desc.trans ? View<const T>{data, 1, x.ld} : View<const T>{data, x.ld, 1};
+}
+
+template <typename T, int TILE>
+void launch_small_product(int device, const SmallProduct<T>& p) {
+  const dim3 grid(static_cast<unsigned>((p.n + TILE - 1) / TILE), static_cast<unsigned>((p.m + TILE - 1) / TILE));
+  small_product_kernel<T, TILE><<<grid, kBlockThreads, 0, stream(device)>>>(p);
+  SG_CUDA_CHECK_LAUNCH("small_product_kernel");
+}
+
 /// What one call works with: the backend's GEMM, the dtype and the options read once.
 struct Context {
   CudaBackend& backend;
   DType dtype;
   size_t bytes;  // of an element
-  bool dense_triangles;
   int device;
+  LinalgOptions options;
 
   template <typename P>
   P* at(P* base, int64_t elements) const {
@@ -566,17 +740,29 @@ struct Context {
     return reinterpret_cast<P*>(reinterpret_cast<Byte*>(base) + elements * static_cast<int64_t>(bytes));
   }
 
-  /// C = alpha·op(A)·op(B) (C += … with `accumulate`: Dense operands only) on the backend's GEMM,
-  /// never in TF32. A triangular operand with its zeros stored goes as Dense where the options say.
+  bool dense_triangles() const {
+    return dtype == DType::Float32 ? options.dense_triangles_f32 : options.dense_triangles_f64;
+  }
+
+  /// C = alpha·op(A)·op(B) (C += … with `accumulate`: Dense operands only, or any on the small
+  /// kernel), never in TF32. Products whose every extent is at most options.own_products_up_to run on
+  /// small_product_kernel; the others on the backend's GEMM, where a triangular operand with its zeros
+  /// stored goes as Dense if `dense` (cuBLAS).
   void product(int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc, double alpha = 1.0,
-               bool accumulate = false) const {
+               bool accumulate = false, bool dense = false) const {
+    if (m == 0 || n == 0) return;
+    if (std::max({m, n, k}) <= options.own_products_up_to) {
+      if (dtype == DType::Float32) small_product<float>(m, n, k, a, b, c, ldc, alpha, accumulate);
+      else small_product<double>(m, n, k, a, b, c, ldc, alpha, accumulate);
+      return;
+    }
     GemmProblem p;
     p.m = m;
     p.n = n;
     p.k = k;
     p.a = a.desc;
     p.b = b.desc;
-    if (dense_triangles) {
+    if (dense) {
       if (is_triangular(p.a.kind) && p.a.zeros_stored) p.a = GemmOperand{OperandKind::Dense, p.a.trans};
       if (is_triangular(p.b.kind) && p.b.zeros_stored) p.b = GemmOperand{OperandKind::Dense, p.b.trans};
     }
@@ -590,6 +776,17 @@ struct Context {
     p.ldc = ldc;
     p.accumulate = accumulate;
     backend.gemm(p, dtype);
+  }
+
+  template <typename T>
+  void small_product(int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc, double alpha,
+                     bool accumulate) const {
+    const SmallProduct<T> p{op_view<T>(a), op_view<T>(b), a.desc.kind, b.desc.kind, static_cast<T*>(c), ldc,
+                            static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<T>(alpha),
+                            accumulate};
+    // 64-tiles once 32-tiles would be several waves.
+    if (((m + 31) / 32) * ((n + 31) / 32) <= 4 * sm_count(device)) launch_small_product<T, 32>(device, p);
+    else launch_small_product<T, 64>(device, p);
   }
 };
 
@@ -620,8 +817,9 @@ struct BlockedSolve {
       GemmOperand d{kind, false};
       d.zeros_stored = true;
       const Operand inverse{cx.at(inverses, lo * kLeaf), kLeaf, d};
-      if (left) cx.product(m, k, m, inverse, dense(cx.at(w, lo * k), k), cx.at(x, lo * k), k);
-      else cx.product(k, m, m, dense(cx.at(w, lo), n), inverse, cx.at(x, lo), n);
+      const bool as_dense = cx.options.dense_solve_leaves || cx.dense_triangles();
+      if (left) cx.product(m, k, m, inverse, dense(cx.at(w, lo * k), k), cx.at(x, lo * k), k, 1.0, false, as_dense);
+      else cx.product(k, m, m, dense(cx.at(w, lo), n), inverse, cx.at(x, lo), n, 1.0, false, as_dense);
       return;
     }
     const int64_t mid = split(lo, hi);
@@ -640,9 +838,9 @@ struct BlockedSolve {
 template <typename T>
 void invert_blocks(int device, const T* t, int64_t n, bool trans, OperandKind kind, bool unit, T* out,
                    int64_t out_step, int64_t ldo) {
-  constexpr int NB = leaf_order<T>();
+  constexpr int NB = static_cast<int>(kLeaf);
   const auto kernel = invert_blocks_kernel<T, NB>;
-  const size_t bytes = tile_bytes<T, NB>(1);
+  const size_t bytes = tile_bytes<T, NB>();
   static std::atomic<uint64_t> shared_set{0};
   allow_shared(kernel, bytes, device, shared_set);
   const unsigned blocks = static_cast<unsigned>((n + NB - 1) / NB);
@@ -655,7 +853,7 @@ template <typename T, int KC, bool COLS>
 void launch_few_columns(int device, const FewColumnsArgs<T>& args, int64_t blocks) {
   constexpr int BS = few_columns_block<T>();
   const auto kernel = solve_few_columns_kernel<T, BS, KC, COLS>;
-  const size_t bytes = tile_bytes<T, BS>(2);
+  const size_t bytes = static_cast<size_t>(few_columns_elements<BS, KC>()) * sizeof(T);
   static std::atomic<uint64_t> shared_set{0};
   allow_shared(kernel, bytes, device, shared_set);
   const int64_t grid = blocks * args.chunks;
@@ -708,20 +906,20 @@ void solve_few_columns(int device, const T* t, int64_t n, OperandKind kind, bool
   // `words` goes back to the cache here; its next user is queued behind the kernel.
 }
 
-/// The recursive Cholesky of out (n × n, its lower triangle holding A's) with the inverses of the
-/// factor's diagonal blocks carried along in w: for [lo, hi) split at mid,
+/// The recursive Cholesky: A's lower triangle in `work` (the trailing updates go there), L into `out`,
+/// and the inverses of the factor's diagonal blocks carried along in w. For [lo, hi) split at mid:
 ///   L11 = chol(A11) (and W11 = L11⁻¹), L21 = A21·W11ᵀ, A22 −= L21·L21ᵀ, L22 = chol(A22),
 /// and where the caller needs W = L⁻¹ of the whole range too, W21 = −W22·(L21·W11). A range that is
 /// no parent's first half needs no W of its own, so the inverses cost N³/24 of the N³/6.
 struct BlockedCholesky {
   const Context& cx;
+  void* work;
   void* out;
   void* w;
-  void* panel;  // scratch for A21 and L21·W11
+  void* panel;  // scratch for L21·W11
   int64_t n;
   unsigned long long* info;
   bool zeros_in_w;  // w was zeroed first (then its triangles may go to the GEMM as Dense)
-  int64_t split_update_from;
 
   void run(int64_t lo, int64_t hi, bool wants_inverse) const;
   void update(int64_t r0, int64_t size, int64_t lo, int64_t k) const;
@@ -737,31 +935,32 @@ struct BlockedCholesky {
 
 template <typename T>
 void BlockedCholesky::leaf(int64_t lo, int64_t m) const {
-  constexpr int NB = leaf_order<T>();
+  constexpr int NB = static_cast<int>(kLeaf);
   const auto kernel = cholesky_block_kernel<T, NB>;
-  const size_t bytes = tile_bytes<T, NB>(1);
+  const size_t bytes = tile_bytes<T, NB>();
   static std::atomic<uint64_t> shared_set{0};
   allow_shared(kernel, bytes, cx.device, shared_set);
-  kernel<<<1, kBlockThreads, bytes, stream(cx.device)>>>(cx.at(static_cast<T*>(out), lo * n + lo), n,
-                                                         static_cast<int>(m), cx.at(static_cast<T*>(w), lo * n + lo),
-                                                         n, info, lo);
+  const int64_t at = lo * n + lo;
+  kernel<<<1, kBlockThreads, bytes, stream(cx.device)>>>(cx.at(static_cast<const T*>(work), at), n,
+                                                         cx.at(static_cast<T*>(out), at), n, static_cast<int>(m),
+                                                         cx.at(static_cast<T*>(w), at), n, info, lo);
   SG_CUDA_CHECK_LAUNCH("cholesky_block_kernel");
 }
 
-/// out[r0…r0+size, r0…] −= P·Pᵀ on the lower triangle, for the rows r0… of the panel L21 (columns
-/// lo…lo+k of out): one accumulating product, or two halves and the product between them.
+/// work[r0…r0+size, r0…] −= P·Pᵀ on the lower triangle, for the rows r0… of the panel P = L21
+/// (columns lo…lo+k of out): one accumulating product, or two halves and the product between them.
 void BlockedCholesky::update(int64_t r0, int64_t size, int64_t lo, int64_t k) const {
-  if (size < split_update_from || size <= kLeaf) {
+  if (size < cx.options.split_update_from || size <= kLeaf) {
     const void* p = cx.at(static_cast<const void*>(out), r0 * n + lo);
-    cx.product(size, size, k, dense(p, n), dense(p, n, true), cx.at(out, r0 * n + r0), n, -1.0, true);
+    cx.product(size, size, k, dense(p, n), dense(p, n, true), cx.at(work, r0 * n + r0), n, -1.0, true);
     return;
   }
   const int64_t half = split(0, size);
   update(r0, half, lo, k);
   const void* top = cx.at(static_cast<const void*>(out), r0 * n + lo);
   const void* bottom = cx.at(static_cast<const void*>(out), (r0 + half) * n + lo);
-  cx.product(size - half, half, k, dense(bottom, n), dense(top, n, true), cx.at(out, (r0 + half) * n + r0), n, -1.0,
-             true);
+  cx.product(size - half, half, k, dense(bottom, n), dense(top, n, true), cx.at(work, (r0 + half) * n + r0), n,
+             -1.0, true);
   update(r0 + half, size - half, lo, k);
 }
 
@@ -773,20 +972,18 @@ void BlockedCholesky::run(int64_t lo, int64_t hi, bool wants_inverse) const {
   }
   const int64_t mid = split(lo, hi), n1 = mid - lo, n2 = hi - mid;
   run(lo, mid, true);
-  // L21 = A21·W11ᵀ, with A21 copied out first (the product writes where it reads).
-  const size_t row_bytes = static_cast<size_t>(n1) * cx.bytes;
-  SG_CUDA_CHECK(cudaMemcpy2DAsync(panel, row_bytes, cx.at(static_cast<const void*>(out), mid * n + lo),
-                                  static_cast<size_t>(n) * cx.bytes, row_bytes, static_cast<size_t>(n2),
-                                  cudaMemcpyDeviceToDevice, stream(cx.device)));
+  // L21 = A21·W11ᵀ.
   void* l21 = cx.at(out, mid * n + lo);
-  cx.product(n2, n1, n1, dense(panel, n1), w_block(lo, lo, OperandKind::Upper, true), l21, n);
+  cx.product(n2, n1, n1, dense(cx.at(static_cast<const void*>(work), mid * n + lo), n),
+             w_block(lo, lo, OperandKind::Upper, true), l21, n, 1.0, false, zeros_in_w);
   update(mid, n2, lo, n1);
   run(mid, hi, wants_inverse);
   if (wants_inverse) {
     // W21 = −W22·(L21·W11).
-    cx.product(n2, n1, n1, dense(l21, n), w_block(lo, lo, OperandKind::Lower, false), panel, n1);
+    cx.product(n2, n1, n1, dense(l21, n), w_block(lo, lo, OperandKind::Lower, false), panel, n1, 1.0, false,
+               zeros_in_w);
     cx.product(n2, n1, n2, w_block(mid, mid, OperandKind::Lower, false), dense(panel, n1), cx.at(w, mid * n + lo), n,
-               -1.0);
+               -1.0, false, zeros_in_w);
   }
 }
 
@@ -825,8 +1022,7 @@ void CudaBackend::solve_triangular(const Tensor& t, OperandKind kind, bool trans
       solve_few_columns<T>(device_, data_of<T>(t), n, kind, trans, unit_diagonal, left, data_of<T>(x), k);
       return;
     }
-    const Context cx{*this, t.dtype(), sizeof(T),
-                     sizeof(T) == 4 ? options.dense_triangles_f32 : options.dense_triangles_f64, device_};
+    const Context cx{*this, t.dtype(), sizeof(T), device_, options};
     const int64_t blocks = (n + kLeaf - 1) / kLeaf;
     Storage inverses(static_cast<size_t>(blocks * kLeaf * kLeaf) * sizeof(T), Device(DeviceType::CUDA, device_));
     Storage rhs(x.nbytes(), Device(DeviceType::CUDA, device_));
@@ -854,19 +1050,26 @@ void CudaBackend::cholesky(const Tensor& a, Tensor& out, Tensor& info) {
   const LinalgOptions options = linalg_options();
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (out.data_ptr() != a.data_ptr())
-      launch_for_each("cholesky", device_, n * n, CopyLowerMap<T>{data_of<T>(a), data_of<T>(out), n});
-    const bool dense_triangles = sizeof(T) == 4 ? options.dense_triangles_f32 : options.dense_triangles_f64;
-    const Context cx{*this, a.dtype(), sizeof(T), dense_triangles, device_};
+    const Context cx{*this, a.dtype(), sizeof(T), device_, options};
+    const Device here(DeviceType::CUDA, device_);
+    if (n <= kLeaf) {  // one leaf, straight from A
+      Storage w(static_cast<size_t>(n * n) * sizeof(T), here);
+      const BlockedCholesky leaf{cx, a.data_ptr(), out.data_ptr(), w.data, nullptr, n, info_word, false};
+      leaf.run(0, n, false);
+      return;
+    }
+    // The trailing updates go to a working copy of A's lower triangle.
+    Storage work(static_cast<size_t>(n * n) * sizeof(T), here);
+    launch_for_each("cholesky", device_, n * n, CopyLowerMap<T>{data_of<T>(a), static_cast<T*>(work.data), n});
     const int64_t half = largest_half(n);
-    Storage w(static_cast<size_t>(n * n) * sizeof(T), Device(DeviceType::CUDA, device_));
-    Storage panel(static_cast<size_t>(std::max<int64_t>(1, half * half)) * sizeof(T),
-                  Device(DeviceType::CUDA, device_));
+    Storage w(static_cast<size_t>(n * n) * sizeof(T), here);
+    Storage panel(static_cast<size_t>(half * half) * sizeof(T), here);
     // Dense reads of W's triangles need its zeros: the leaves write their blocks', the rest is cleared.
-    if (dense_triangles && n > kLeaf) SG_CUDA_CHECK(cudaMemsetAsync(w.data, 0, w.nbytes, s));
-    const BlockedCholesky chol{cx,   out.data_ptr(), w.data,          panel.data, n, info_word,
-                               dense_triangles, options.split_update_from};
+    const bool zeros_in_w = cx.dense_triangles();
+    if (zeros_in_w) SG_CUDA_CHECK(cudaMemsetAsync(w.data, 0, w.nbytes, s));
+    const BlockedCholesky chol{cx, work.data, out.data_ptr(), w.data, panel.data, n, info_word, zeros_in_w};
     chol.run(0, n, false);
+    // Above the diagonal blocks (which the leaves write whole), exact zeros.
     launch_for_each("cholesky", device_, n * n, ZeroOffBlocksMap<T>{data_of<T>(out), n, kLeaf, true});
   });
 }
@@ -878,16 +1081,15 @@ void CudaBackend::triangular_inverse(const Tensor& t, OperandKind kind, bool uni
   SG_CHECK(t.dim() == 2 && t.size(0) == t.size(1) && out.shape() == t.shape() && out.dtype() == t.dtype(),
            "cuda triangular_inverse: T ", t.shape(), " ", t.dtype(), " does not fit the output ", out.shape(), " ",
            out.dtype());
-  SG_CHECK(out.data_ptr() != t.data_ptr(), "cuda triangular_inverse: the output must not alias T");
   const int64_t n = t.size(0);
   if (n == 0) return;
+  SG_CHECK(out.data_ptr() != t.data_ptr(), "cuda triangular_inverse: the output must not alias T");
   DeviceGuard guard(device_);
   const LinalgOptions options = linalg_options();
   const bool lower = kind == OperandKind::Lower;
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const Context cx{*this, t.dtype(), sizeof(T),
-                     sizeof(T) == 4 ? options.dense_triangles_f32 : options.dense_triangles_f64, device_};
+    const Context cx{*this, t.dtype(), sizeof(T), device_, options};
     T* o = data_of<T>(out);
     launch_for_each("triangular_inverse", device_, n * n, ZeroOffBlocksMap<T>{o, n, kLeaf, lower});
     invert_blocks<T>(device_, data_of<T>(t), n, false, kind, unit_diagonal, o, kLeaf * (n + 1), n);
@@ -898,6 +1100,7 @@ void CudaBackend::triangular_inverse(const Tensor& t, OperandKind kind, bool uni
     GemmOperand tri{kind, false};
     tri.zeros_stored = true;  // the other triangle is zero everywhere by now
     auto inv = [&](int64_t r0) { return Operand{o + r0 * n + r0, n, tri}; };
+    const bool dense_triangles = cx.dense_triangles();
     // Bottom-up: inv([A 0; B C]) = [A⁻¹ 0; −C⁻¹·B·A⁻¹ C⁻¹] and its upper mirror.
     auto run = [&](auto& self, int64_t lo, int64_t hi) -> void {
       if (hi - lo <= kLeaf) return;
@@ -905,11 +1108,11 @@ void CudaBackend::triangular_inverse(const Tensor& t, OperandKind kind, bool uni
       self(self, lo, mid);
       self(self, mid, hi);
       if (lower) {
-        cx.product(n2, n1, n1, dense(data_of<T>(t) + mid * n + lo, n), inv(lo), tmp, n1);
-        cx.product(n2, n1, n2, inv(mid), dense(tmp, n1), o + mid * n + lo, n, -1.0);
+        cx.product(n2, n1, n1, dense(data_of<T>(t) + mid * n + lo, n), inv(lo), tmp, n1, 1.0, false, dense_triangles);
+        cx.product(n2, n1, n2, inv(mid), dense(tmp, n1), o + mid * n + lo, n, -1.0, false, dense_triangles);
       } else {
-        cx.product(n1, n2, n1, inv(lo), dense(data_of<T>(t) + lo * n + mid, n), tmp, n2);
-        cx.product(n1, n2, n2, dense(tmp, n2), inv(mid), o + lo * n + mid, n, -1.0);
+        cx.product(n1, n2, n1, inv(lo), dense(data_of<T>(t) + lo * n + mid, n), tmp, n2, 1.0, false, dense_triangles);
+        cx.product(n1, n2, n2, dense(tmp, n2), inv(mid), o + lo * n + mid, n, -1.0, false, dense_triangles);
       }
     };
     run(run, 0, n);

@@ -12,14 +12,21 @@ namespace sg::detail::cuda {
 struct LinalgOptions {
   /// Solves with at most this many right-hand sides run in one launch, a CTA per block row and group
   /// of columns; wider ones on the blocked path over the GEMM.
-  int64_t few_columns = 16;
+  int64_t few_columns = 64;
   /// The Cholesky's trailing updates (A22 −= L21·L21ᵀ) of at least this order are cut into two
   /// diagonal halves and one off-diagonal product, which skips the upper quarter's flops.
   int64_t split_update_from = 1024;
+  /// Products whose every extent (m, n and k) is at most this run on the small-tile kernel of
+  /// cuda/linalg.cu rather than the GEMM: the recursions' lowest levels, which a handful of 128-tiles
+  /// would leave on a few SMs. 0: every product on the GEMM.
+  int64_t own_products_up_to = 256;
   /// Triangular operands whose zeros are stored go to the GEMM as Dense (cuBLAS) instead of the
   /// structured kernel: twice the flops, on tensor cores in float64.
   bool dense_triangles_f32 = false;
   bool dense_triangles_f64 = true;
+  /// The blocked solve's leaves (a diagonal block's inverse times kLeaf rows of the right-hand
+  /// sides) go to the GEMM as Dense in float32 too: cuBLAS spreads such thin products over more SMs.
+  bool dense_solve_leaves = true;
 };
 
 /// The options solves and factorizations read now.

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/backend.h"
@@ -94,6 +96,24 @@ class ErrorTable {
 
 double tolerance(sg::DType dtype) { return dtype == sg::kFloat32 ? 2e-4 : 1e-11; }
 
+#if defined(SG_WITH_CUDA)
+namespace cu = sg::detail::cuda;
+/// The library's settings and the others that change which kernels run: every product on the GEMM,
+/// and that with the float32 / float64 choice of Dense triangular operands flipped.
+const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>>& settings() {
+  static const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>> all = {
+      {"", [](cu::LinalgOptions&) {}},
+      {" (GEMM only)", [](cu::LinalgOptions& o) { o.own_products_up_to = 0; }},
+      {" (GEMM only, dense flipped)", [](cu::LinalgOptions& o) {
+         o.own_products_up_to = 0;
+         o.dense_triangles_f32 = !o.dense_triangles_f32;
+         o.dense_triangles_f64 = !o.dense_triangles_f64;
+         o.dense_solve_leaves = !o.dense_solve_leaves;
+       }}};
+  return all;
+}
+#endif
+
 class LinalgCuda : public ::testing::TestWithParam<sg::DType> {};
 
 std::string dtype_name(const testing::TestParamInfo<sg::DType>& info) { return sg::dtype_name(info.param); }
@@ -122,8 +142,10 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
         cpu.solve_triangular(t_ref, kind, trans, unit, left, x_ref);
         const std::vector<double> ref = x_ref.to_vector_as<double>();
         const sg::Tensor t = sg::from_vector(tv, {n, n}, on(kCuda0, dtype));
-        for (const bool few : {true, false}) {
-          sg::detail::cuda::LinalgOptionsGuard guard([&](sg::detail::cuda::LinalgOptions& o) {
+        for (size_t path = 0; path <= settings().size(); ++path) {
+          const bool few = path == settings().size();
+          cu::LinalgOptionsGuard guard([&](cu::LinalgOptions& o) {
+            if (!few) settings()[path].second(o);
             o.few_columns = few ? k : 0;
           });
           sg::Tensor x = sg::from_vector(bv, shape, on(kCuda0, dtype));
@@ -131,7 +153,7 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
           const double error = sgtest::rel_error(x.to_vector_as<double>(), ref);
           std::ostringstream name;
           name << (few ? "one launch " : "blocked    ") << (left ? "left  " : "right ") << (lower ? "lower " : "upper ")
-               << (trans ? "trans " : "      ") << (unit ? "unit" : "    ");
+               << (trans ? "trans " : "      ") << (unit ? "unit" : "    ") << (few ? "" : settings()[path].first);
           table.add(name.str(), n, error);
           EXPECT_LE(error, tolerance(dtype)) << name.str() << " n=" << n << " k=" << k;
         }
@@ -159,15 +181,21 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
     const sg::Tensor a = sg::from_vector(av, {n, n}, on(kCuda0, dtype));
     sg::Tensor l = sg::Tensor::empty({n, n}, on(kCuda0, dtype));
     sg::Tensor info = sg::Tensor::empty({}, on(kCuda0, sg::kInt64));
-    gpu.cholesky(a, l, info);
-    EXPECT_EQ(info.item(), 0.0) << "n=" << n;
-    const std::vector<double> lv = l.to_vector_as<double>();
-    const double error = sgtest::rel_error(lv, l_ref.to_vector_as<double>());
-    table.add("cholesky", n, error);
-    EXPECT_LE(error, tolerance(dtype)) << "n=" << n;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = i + 1; j < n; ++j)
-        ASSERT_EQ(lv[static_cast<size_t>(i * n + j)], 0.0) << "L(" << i << ", " << j << ") n=" << n;
+    const std::vector<double> lv_ref = l_ref.to_vector_as<double>();
+#if defined(SG_WITH_CUDA)
+    for (const auto& [setting, edit] : settings()) {
+      cu::LinalgOptionsGuard guard(edit);
+      gpu.cholesky(a, l, info);
+      EXPECT_EQ(info.item(), 0.0) << "n=" << n << setting;
+      const std::vector<double> lv = l.to_vector_as<double>();
+      const double error = sgtest::rel_error(lv, lv_ref);
+      table.add("cholesky" + setting, n, error);
+      EXPECT_LE(error, tolerance(dtype)) << "n=" << n << setting;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i + 1; j < n; ++j)
+          ASSERT_EQ(lv[static_cast<size_t>(i * n + j)], 0.0) << "L(" << i << ", " << j << ") n=" << n << setting;
+    }
+#endif
     // Pivots that are not positive: a negative one and a NaN, early, in the middle and last.
     for (const int64_t p : {int64_t{0}, n / 2, n - 1}) {
       for (const double bad : {-1.0, kNaN}) {
@@ -207,15 +235,21 @@ TEST_P(LinalgCuda, TriangularInverseMatchesCpu) {
       cpu.triangular_inverse(t_ref, kind, unit, m_ref);
       const sg::Tensor t = sg::from_vector(tv, {n, n}, on(kCuda0, dtype));
       sg::Tensor m = sg::Tensor::empty({n, n}, on(kCuda0, dtype));
-      gpu.triangular_inverse(t, kind, unit, m);
-      const std::vector<double> mv = m.to_vector_as<double>();
-      const double error = sgtest::rel_error(mv, m_ref.to_vector_as<double>());
-      const std::string name = std::string(lower ? "inverse lower" : "inverse upper") + (unit ? " unit" : "");
-      table.add(name, n, error);
-      EXPECT_LE(error, tolerance(dtype)) << name << " n=" << n;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          if (lower ? j > i : j < i) ASSERT_EQ(mv[static_cast<size_t>(i * n + j)], 0.0) << name << " n=" << n;
+      const std::vector<double> mv_ref = m_ref.to_vector_as<double>();
+#if defined(SG_WITH_CUDA)
+      for (const auto& [setting, edit] : settings()) {
+        cu::LinalgOptionsGuard guard(edit);
+        gpu.triangular_inverse(t, kind, unit, m);
+        const std::vector<double> mv = m.to_vector_as<double>();
+        const double error = sgtest::rel_error(mv, mv_ref);
+        const std::string name = std::string(lower ? "inverse lower" : "inverse upper") + (unit ? " unit" : "") + setting;
+        table.add(name, n, error);
+        EXPECT_LE(error, tolerance(dtype)) << name << " n=" << n;
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            if (lower ? j > i : j < i) ASSERT_EQ(mv[static_cast<size_t>(i * n + j)], 0.0) << name << " n=" << n;
+      }
+#endif
     }
   }
   table.print(("triangular_inverse " + std::string(sg::dtype_name(dtype))).c_str());
