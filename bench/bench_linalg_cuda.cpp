@@ -285,7 +285,8 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     backend_cholesky(0);
     const double diff = rel_diff(out, lower_part(work));
     const double ours = median_ms(reps, backend_cholesky);
-    const double peer = median_ms(reps, [&](int) { potrf(work.data_ptr()); }, [&](int r) { copy_into(work, spd[r % sets]); });
+    const double peer =
+        median_ms(reps, [&](int) { potrf(work.data_ptr()); }, [&](int r) { copy_into(work, spd[r % sets]); });
     report("backend", "cholesky", n, name, ours, -1, "cusolver potrf", peer, diff);
     Potrf potrf_lower(peers, n, type, work.data_ptr(), CUBLAS_FILL_MODE_LOWER);
     copy_into(work, spd[0]);
@@ -318,8 +319,10 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     copy_into(work, lower[0]);
     trtri(work.data_ptr());
     const double diff = rel_diff(out, lower_part(work));
-    const double ours = median_ms(reps, [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); });
-    const double peer = median_ms(reps, [&](int) { trtri(work.data_ptr()); }, [&](int r) { copy_into(work, lower[r % sets]); });
+    const double ours =
+        median_ms(reps, [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); });
+    const double peer =
+        median_ms(reps, [&](int) { trtri(work.data_ptr()); }, [&](int r) { copy_into(work, lower[r % sets]); });
     report("backend", "triangular_inverse (Lower)", n, name, ours, -1, "cusolver trtri", peer, diff);
   }
 
@@ -334,24 +337,24 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
       sg::Tensor bk = sg::randn({n, k}, o), xk = sg::Tensor::empty({n, k}, o);
       return std::make_pair(bk, xk);
     };
+    auto own = [](int64_t up_to) {
+      return [up_to](cu::LinalgOptions& v) { v.own_products_up_to_f32 = v.own_products_up_to_f64 = up_to; };
+    };
     auto flip_dense = [](cu::LinalgOptions& v) {
       v.dense_triangles_f32 = !v.dense_triangles_f32;
       v.dense_triangles_f64 = !v.dense_triangles_f64;
     };
     auto inverse_body = [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); };
-    variant("cholesky, every product on the GEMM", [](cu::LinalgOptions& v) { v.own_products_up_to = 0; },
-            backend_cholesky, {});
-    variant("cholesky, own products up to 128", [](cu::LinalgOptions& v) { v.own_products_up_to = 128; },
-            backend_cholesky, {});
-    variant("cholesky, own products up to 512", [](cu::LinalgOptions& v) { v.own_products_up_to = 512; },
-            backend_cholesky, {});
+    variant("cholesky, every product on the GEMM", own(0), backend_cholesky, {});
+    variant("cholesky, own products up to 128", own(128), backend_cholesky, {});
+    variant("cholesky, own products up to 256", own(256), backend_cholesky, {});
+    variant("cholesky, own products up to 512", own(512), backend_cholesky, {});
     variant("cholesky, no split update", [](cu::LinalgOptions& v) { v.split_update_from = int64_t{1} << 40; },
             backend_cholesky, {});
     variant("cholesky, dense triangles flipped", flip_dense, backend_cholesky, {});
-    variant("inverse, every product on the GEMM", [](cu::LinalgOptions& v) { v.own_products_up_to = 0; },
-            inverse_body, {});
-    variant("inverse, own products up to 512", [](cu::LinalgOptions& v) { v.own_products_up_to = 512; },
-            inverse_body, {});
+    variant("inverse, every product on the GEMM", own(0), inverse_body, {});
+    variant("inverse, own products up to 256", own(256), inverse_body, {});
+    variant("inverse, own products up to 512", own(512), inverse_body, {});
     variant("inverse, dense triangles flipped", flip_dense, inverse_body, {});
     variant("solve N rhs, structured leaves", [](cu::LinalgOptions& v) { v.dense_solve_leaves = false; },
             [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, true, x); },
@@ -461,7 +464,8 @@ int main(int argc, char** argv) {
   int l2 = 0;
   check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   csv = options.csv.empty() ? nullptr : std::fopen(options.csv.c_str(), "w");
-  if (csv) std::fprintf(csv, "level,workload,n,dtype,forward_ms,forward_backward_ms,peer,peer_ms,relative_difference\n");
+  if (csv)
+    std::fprintf(csv, "level,workload,n,dtype,forward_ms,forward_backward_ms,peer,peer_ms,relative_difference\n");
   std::printf("bench_linalg_cuda on %s, median of %d (ms)\n", sg::cuda::device_name().c_str(), options.reps);
   std::printf("| %-7s | %-34s | %5s | %-7s | %9s | %9s | %-16s | %9s | %8s |\n", "level", "workload", "n", "dtype",
               "fwd", "fwd+bwd", "peer", "peer", "rel.diff");

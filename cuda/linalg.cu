@@ -9,8 +9,8 @@
 //  * solve_few_columns_kernel solves with a few right-hand sides in one launch: a CTA per block row
 //    (and group of columns), which inverts its diagonal block, then subtracts the solved rows above
 //    it as a counter in global memory says they are ready;
-//  * small_product_kernel runs the recursions' smallest products (every extent ≤ 256 by default)
-//    on tiles of 32 or 64, which spread over more SMs than the GEMM's 128-tiles.
+//  * small_product_kernel runs the recursions' smallest products (in float32 every extent ≤ 128 by
+//    default) on tiles of 32 or 64, which spread over more SMs than the GEMM's 128-tiles.
 // Every diagonal block is handled as a lower triangle: an upper one is read with its rows and columns
 // reversed (P·U·P is lower for the reversal P), a transposed one with its two strides swapped.
 #include "cuda/linalg.h"
@@ -745,13 +745,15 @@ struct Context {
   }
 
   /// C = alpha·op(A)·op(B) (C += … with `accumulate`: Dense operands only, or any on the small
-  /// kernel), never in TF32. Products whose every extent is at most options.own_products_up_to run on
-  /// small_product_kernel; the others on the backend's GEMM, where a triangular operand with its zeros
-  /// stored goes as Dense if `dense` (cuBLAS).
+  /// kernel), never in TF32. Products whose every extent is at most the options' own_products_up_to
+  /// run on small_product_kernel; the others on the backend's GEMM, where a triangular operand with its
+  /// zeros stored goes as Dense if `dense` (cuBLAS).
   void product(int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc, double alpha = 1.0,
                bool accumulate = false, bool dense = false) const {
     if (m == 0 || n == 0) return;
-    if (std::max({m, n, k}) <= options.own_products_up_to) {
+    const int64_t own_up_to =
+        dtype == DType::Float32 ? options.own_products_up_to_f32 : options.own_products_up_to_f64;
+    if (std::max({m, n, k}) <= own_up_to) {
       if (dtype == DType::Float32) small_product<float>(m, n, k, a, b, c, ldc, alpha, accumulate);
       else small_product<double>(m, n, k, a, b, c, ldc, alpha, accumulate);
       return;
@@ -828,8 +830,10 @@ struct BlockedSolve {
     const int64_t f0 = forward ? lo : mid, f1 = forward ? mid : hi;
     const int64_t s0 = forward ? mid : lo, s1 = forward ? hi : mid;
     run(f0, f1);
-    if (left) cx.product(s1 - s0, k, f1 - f0, block(s0, f0), dense(cx.at(x, f0 * k), k), cx.at(w, s0 * k), k, -1.0, true);
-    else cx.product(k, s1 - s0, f1 - f0, dense(cx.at(x, f0), n), block(f0, s0), cx.at(w, s0), n, -1.0, true);
+    if (left)
+      cx.product(s1 - s0, k, f1 - f0, block(s0, f0), dense(cx.at(x, f0 * k), k), cx.at(w, s0 * k), k, -1.0, true);
+    else
+      cx.product(k, s1 - s0, f1 - f0, dense(cx.at(x, f0), n), block(f0, s0), cx.at(w, s0), n, -1.0, true);
     run(s0, s1);
   }
 };

@@ -56,7 +56,8 @@ std::vector<double> triangular_values(int64_t n, bool stored_lower, bool unit, u
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
       const double x = r[static_cast<size_t>(i * n + j)];
-      if (i == j) v[static_cast<size_t>(i * n + j)] = unit ? kNaN : (x < 0 ? -1.0 : 1.0) * (1.5 + std::min(1.0, std::abs(x)));
+      if (i == j)
+        v[static_cast<size_t>(i * n + j)] = unit ? kNaN : (x < 0 ? -1.0 : 1.0) * (1.5 + std::min(1.0, std::abs(x)));
       else if ((j < i) == stored_lower) v[static_cast<size_t>(i * n + j)] = x * scale;
     }
   return v;
@@ -98,14 +99,23 @@ double tolerance(sg::DType dtype) { return dtype == sg::kFloat32 ? 2e-4 : 1e-11;
 
 #if defined(SG_WITH_CUDA)
 namespace cu = sg::detail::cuda;
-/// The library's settings and the others that change which kernels run: every product on the GEMM,
-/// and that with the float32 / float64 choice of Dense triangular operands flipped.
+/// The library's settings and the others that change which kernels run: the small-product kernel up
+/// to 256 in both dtypes, every product on the GEMM, and that with the float32 / float64 choice of
+/// Dense triangular operands flipped.
 const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>>& settings() {
   static const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>> all = {
       {"", [](cu::LinalgOptions&) {}},
-      {" (GEMM only)", [](cu::LinalgOptions& o) { o.own_products_up_to = 0; }},
+      {" (own products to 256)", [](cu::LinalgOptions& o) {
+         o.own_products_up_to_f32 = 256;
+         o.own_products_up_to_f64 = 256;
+       }},
+      {" (GEMM only)", [](cu::LinalgOptions& o) {
+         o.own_products_up_to_f32 = 0;
+         o.own_products_up_to_f64 = 0;
+       }},
       {" (GEMM only, dense flipped)", [](cu::LinalgOptions& o) {
-         o.own_products_up_to = 0;
+         o.own_products_up_to_f32 = 0;
+         o.own_products_up_to_f64 = 0;
          o.dense_triangles_f32 = !o.dense_triangles_f32;
          o.dense_triangles_f64 = !o.dense_triangles_f64;
          o.dense_solve_leaves = !o.dense_solve_leaves;
@@ -166,6 +176,7 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
 
 TEST_P(LinalgCuda, CholeskyMatchesCpu) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
+#if defined(SG_WITH_CUDA)
   const sg::DType dtype = GetParam();
   sg::detail::Backend& cpu = sg::detail::cpu_backend();
   sg::detail::Backend& gpu = sg::detail::cuda_backend(0);
@@ -182,7 +193,6 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
     sg::Tensor l = sg::Tensor::empty({n, n}, on(kCuda0, dtype));
     sg::Tensor info = sg::Tensor::empty({}, on(kCuda0, sg::kInt64));
     const std::vector<double> lv_ref = l_ref.to_vector_as<double>();
-#if defined(SG_WITH_CUDA)
     for (const auto& [setting, edit] : settings()) {
       cu::LinalgOptionsGuard guard(edit);
       gpu.cholesky(a, l, info);
@@ -195,7 +205,6 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
         for (int64_t j = i + 1; j < n; ++j)
           ASSERT_EQ(lv[static_cast<size_t>(i * n + j)], 0.0) << "L(" << i << ", " << j << ") n=" << n << setting;
     }
-#endif
     // Pivots that are not positive: a negative one and a NaN, early, in the middle and last.
     for (const int64_t p : {int64_t{0}, n / 2, n - 1}) {
       for (const double bad : {-1.0, kNaN}) {
@@ -216,10 +225,12 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
   gpu.cholesky(empty, l0, info0);
   EXPECT_EQ(info0.item(), 0.0);
   table.print(("cholesky " + std::string(sg::dtype_name(dtype))).c_str());
+#endif
 }
 
 TEST_P(LinalgCuda, TriangularInverseMatchesCpu) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
+#if defined(SG_WITH_CUDA)
   const sg::DType dtype = GetParam();
   sg::detail::Backend& cpu = sg::detail::cpu_backend();
   sg::detail::Backend& gpu = sg::detail::cuda_backend(0);
@@ -236,23 +247,25 @@ TEST_P(LinalgCuda, TriangularInverseMatchesCpu) {
       const sg::Tensor t = sg::from_vector(tv, {n, n}, on(kCuda0, dtype));
       sg::Tensor m = sg::Tensor::empty({n, n}, on(kCuda0, dtype));
       const std::vector<double> mv_ref = m_ref.to_vector_as<double>();
-#if defined(SG_WITH_CUDA)
       for (const auto& [setting, edit] : settings()) {
         cu::LinalgOptionsGuard guard(edit);
         gpu.triangular_inverse(t, kind, unit, m);
         const std::vector<double> mv = m.to_vector_as<double>();
         const double error = sgtest::rel_error(mv, mv_ref);
-        const std::string name = std::string(lower ? "inverse lower" : "inverse upper") + (unit ? " unit" : "") + setting;
+        const std::string name =
+            std::string(lower ? "inverse lower" : "inverse upper") + (unit ? " unit" : "") + setting;
         table.add(name, n, error);
         EXPECT_LE(error, tolerance(dtype)) << name << " n=" << n;
         for (int64_t i = 0; i < n; ++i)
           for (int64_t j = 0; j < n; ++j)
-            if (lower ? j > i : j < i) ASSERT_EQ(mv[static_cast<size_t>(i * n + j)], 0.0) << name << " n=" << n;
+            if (lower ? j > i : j < i) {
+              ASSERT_EQ(mv[static_cast<size_t>(i * n + j)], 0.0) << name << " n=" << n;
+            }
       }
-#endif
     }
   }
   table.print(("triangular_inverse " + std::string(sg::dtype_name(dtype))).c_str());
+#endif
 }
 
 TEST_P(LinalgCuda, EmptyOperandsDoNothing) {
