@@ -1,0 +1,58 @@
+// Settings of the CUDA linear algebra (cuda/linalg.cu): which path a solve takes and how the
+// Cholesky's updates and the triangular products are run. Process-wide, like the structured GEMM's
+// options (cuda/gemm/options.h); the defaults are what the library uses, the others exist for the
+// benchmark's comparisons and the tests. Plain C++.
+#pragma once
+
+#include <cstdint>
+
+namespace sg::detail::cuda {
+
+/// The options of every later solve, factorization and inverse (sg::detail::cuda::linalg_options()).
+struct LinalgOptions {
+  /// Solves with at most this many right-hand sides run in one launch, a CTA per block row and group
+  /// of columns; wider ones on the blocked path over the GEMM.
+  int64_t few_columns = 64;
+  /// The Cholesky's trailing updates (A22 −= L21·L21ᵀ) of at least this order are cut into two
+  /// diagonal halves and one off-diagonal product, which skips the upper quarter's flops.
+  int64_t split_update_from = 1024;
+  /// Products whose every extent (m, n and k) is at most this run on the small-tile kernel of
+  /// cuda/linalg.cu rather than the GEMM: the recursions' lowest levels, which a handful of 128-tiles
+  /// would leave on a few SMs. 0: every product on the GEMM. On an H100 the float32 Cholesky at 4096
+  /// took 4.64 ms with 128, 4.87 with 256 and 5.08 with 0; in float64 the GEMM alone was fastest
+  /// (4.63 ms against 5.06 with 128).
+  int64_t own_products_up_to_f32 = 128;
+  int64_t own_products_up_to_f64 = 0;
+  /// Triangular operands whose zeros are stored go to the GEMM as Dense (cuBLAS) instead of the
+  /// structured kernel: twice the flops, on tensor cores in float64.
+  bool dense_triangles_f32 = false;
+  bool dense_triangles_f64 = true;
+  /// The blocked solve's leaves (a diagonal block's inverse times kLeaf rows of the right-hand
+  /// sides) go to the GEMM as Dense in float32 too: cuBLAS spreads such thin products over more SMs.
+  bool dense_solve_leaves = true;
+};
+
+/// The options solves and factorizations read now.
+LinalgOptions linalg_options();
+/// Sets the options of every later solve and factorization.
+void set_linalg_options(const LinalgOptions& options);
+
+/// Sets the options for a scope and restores the previous ones at its end (tests, benchmarks).
+/// Example: `LinalgOptionsGuard guard([](LinalgOptions& o) { o.few_columns = 0; });`
+class LinalgOptionsGuard {
+ public:
+  template <class Edit>
+  explicit LinalgOptionsGuard(Edit edit) : previous_(linalg_options()) {
+    LinalgOptions options = previous_;
+    edit(options);
+    set_linalg_options(options);
+  }
+  ~LinalgOptionsGuard() { set_linalg_options(previous_); }
+  LinalgOptionsGuard(const LinalgOptionsGuard&) = delete;
+  LinalgOptionsGuard& operator=(const LinalgOptionsGuard&) = delete;
+
+ private:
+  LinalgOptions previous_;
+};
+
+}  // namespace sg::detail::cuda
