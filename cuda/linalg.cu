@@ -54,6 +54,21 @@ __device__ __forceinline__ void store_release(unsigned int* p, unsigned int v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+/// Stages kTotal elements into shared memory, the block's threads taking e = threadIdx.x, +256, …:
+/// each thread issues kBatch of its loads (load(e), which may read global memory) before it stores any
+/// of them (store(e, value)), so it waits one memory latency per batch rather than per element.
+template <int kTotal, int kBatch, class Load, class Store>
+__device__ __forceinline__ void stage(Load load, Store store) {
+  static_assert(kTotal % (kBlockThreads * kBatch) == 0, "stage: whole batches of the block's threads");
+  for (int base = threadIdx.x; base < kTotal; base += kBlockThreads * kBatch) {
+    decltype(load(0)) v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) v[u] = load(base + u * kBlockThreads);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) store(base + u * kBlockThreads, v[u]);
+  }
+}
+
 // ---- diagonal blocks in shared memory ---------------------------------------------------
 // A tile is NB × NB in shared memory with rows of NB + 1 (column walks hit distinct banks). Rows and
 // columns past the block's order m hold the identity, so every kernel runs whole 32-blocks.
@@ -65,17 +80,15 @@ template <typename T, int NB>
 __device__ void load_lower_tile(View<const T> a, int m, bool unit, T* tile, T* rdiag) {
   constexpr int LD = NB + 1;
   const bool down_columns = a.row == 1 || a.row == -1;
-  for (int e = threadIdx.x; e < NB * NB; e += kBlockThreads) {
-    const int i = down_columns ? e % NB : e / NB, j = down_columns ? e / NB : e % NB;
-    T v = T(0);
-    if (i < m && j < m) {
-      if (j < i || (j == i && !unit)) v = a(i, j);
-      else if (j == i) v = T(1);
-    } else if (i == j) {
-      v = T(1);
-    }
-    tile[i * LD + j] = v;
-  }
+  auto row = [=](int e) { return down_columns ? e % NB : e / NB; };
+  auto col = [=](int e) { return down_columns ? e / NB : e % NB; };
+  stage<NB * NB, NB * NB / kBlockThreads < 16 ? NB * NB / kBlockThreads : 16>(
+      [=](int e) {
+        const int i = row(e), j = col(e);
+        const bool stored = i < m && j < m && (j < i || (j == i && !unit));
+        return stored ? a(i, j) : (i == j ? T(1) : T(0));
+      },
+      [=](int e, T v) { tile[row(e) * LD + col(e)] = v; });
   __syncthreads();
   for (int i = threadIdx.x; i < NB; i += kBlockThreads) rdiag[i] = T(1) / tile[i * LD + i];
   __syncthreads();
@@ -251,16 +264,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tile = reinterpret_cast<T*>(shared_bytes);
   T* rdiag = tile + NB * LD;
-  for (int e = threadIdx.x; e < NB * NB; e += kBlockThreads) {
-    const int i = e / NB, j = e % NB;
-    T v = T(0);
-    if (i < m && j < m) {
-      if (j <= i) v = a[i * lda + j];
-    } else if (i == j) {
-      v = T(1);
-    }
-    tile[i * LD + j] = v;
-  }
+  stage<NB * NB, 16>(
+      [=](int e) {
+        const int i = e / NB, j = e % NB;
+        return i < m && j <= i ? a[i * lda + j] : (i == j ? T(1) : T(0));
+      },
+      [=](int e, T v) { tile[(e / NB) * LD + e % NB] = v; });
   __syncthreads();
   const int tid = threadIdx.x;
   for (int c0 = 0; c0 < m; c0 += kWarp) {
@@ -417,10 +426,11 @@ __global__ void __launch_bounds__(kBlockThreads) solve_few_columns_kernel(FewCol
   if (b > 0) {
     // G = L_bb⁻¹·L_b,b−1, a kG × kG register tile per thread (rows ty + 16u, columns tx + 16v).
     const int64_t q0 = row0 - BS;
-    for (int e = tid; e < BS * BS; e += kBlockThreads) {
-      const int r = COLS ? e % BS : e / BS, c = COLS ? e / BS : e % BS;
-      g[r * LD + c] = r < m ? l(row0 + r, q0 + c) : T(0);
-    }
+    auto row = [](int e) { return COLS ? e % BS : e / BS; };
+    auto col = [](int e) { return COLS ? e / BS : e % BS; };
+    stage<BS * BS, BS * BS / kBlockThreads < 16 ? BS * BS / kBlockThreads : 16>(
+        [=](int e) { return row(e) < m ? l(row0 + row(e), q0 + col(e)) : T(0); },
+        [=](int e, T v) { g[row(e) * LD + col(e)] = v; });
     __syncthreads();
     const int ty = tid / 16, tx = tid % 16;
     T acc[kG][kG];
@@ -603,19 +613,28 @@ __global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProdu
 #pragma unroll
     for (int v = 0; v < R; ++v) acc[u][v] = T(0);
   for (int64_t k0 = range.begin; k0 < range.end; k0 += KS) {
-    for (int e = tid; e < TILE * KS; e += kBlockThreads) {
-      const int i = a_along_k ? e / KS : e % TILE, q = a_along_k ? e % KS : e / TILE;
-      const int64_t gi = i0 + i, gq = k0 + q;
-      const bool inside = gi < p.m && gq < range.end && (p.a_kind != OperandKind::Lower || gq <= gi) &&
-                          (p.a_kind != OperandKind::Upper || gq >= gi);
-      as[q * LDS + i] = inside ? p.a(gi, gq) : T(0);
+    // Both operands' k-steps, every load issued before any store.
+    constexpr int kPer = TILE * KS / kBlockThreads;
+    T va[kPer], vb[kPer];
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int e = tid + u * kBlockThreads;
+      const int i = a_along_k ? e / KS : e % TILE, qa = a_along_k ? e % KS : e / TILE;
+      const int64_t gi = i0 + i, ga = k0 + qa;
+      const bool a_inside = gi < p.m && ga < range.end && (p.a_kind != OperandKind::Lower || ga <= gi) &&
+                            (p.a_kind != OperandKind::Upper || ga >= gi);
+      va[u] = a_inside ? p.a(gi, ga) : T(0);
+      const int j = b_along_j ? e % TILE : e / KS, qb = b_along_j ? e / TILE : e % KS;
+      const int64_t gj = j0 + j, gb = k0 + qb;
+      const bool b_inside = gj < p.n && gb < range.end && (p.b_kind != OperandKind::Lower || gj <= gb) &&
+                            (p.b_kind != OperandKind::Upper || gj >= gb);
+      vb[u] = b_inside ? p.b(gb, gj) : T(0);
     }
-    for (int e = tid; e < TILE * KS; e += kBlockThreads) {
-      const int j = b_along_j ? e % TILE : e / KS, q = b_along_j ? e / TILE : e % KS;
-      const int64_t gj = j0 + j, gq = k0 + q;
-      const bool inside = gj < p.n && gq < range.end && (p.b_kind != OperandKind::Lower || gj <= gq) &&
-                          (p.b_kind != OperandKind::Upper || gj >= gq);
-      bs[q * LDS + j] = inside ? p.b(gq, gj) : T(0);
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int e = tid + u * kBlockThreads;
+      as[(a_along_k ? e % KS : e / TILE) * LDS + (a_along_k ? e / KS : e % TILE)] = va[u];
+      bs[(b_along_j ? e / TILE : e % KS) * LDS + (b_along_j ? e % TILE : e / KS)] = vb[u];
     }
     __syncthreads();
 #pragma unroll 8
