@@ -1,0 +1,479 @@
+// Structured linear algebra on CPU and CUDA: solve_triangular, cholesky, cholesky_ex, logdet,
+// cholesky_solve and inverse. Values are checked against Eigen references computed on the host
+// from the same inputs, with bounds taken from the rounding-error analyses of the algorithms; the
+// backends' kernels must write every entry of poisoned outputs and never read what they are told
+// to ignore; gradients go through the structure-aware gradcheck in float64 and are compared with
+// their closed forms; bad input gets the same message on every device; and the float32 backward
+// stays exact when float32 products run in TF32.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <structgrad/structgrad.h>
+#include "ops/backend.h"
+#include "test_util.h"
+
+namespace {
+
+using S = sg::Structure;
+using sg::detail::OperandKind;
+using sgtest::holds_invariant;
+using sgtest::message_of;
+using sgtest::rel_error;
+
+template <typename R>
+using Mat = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic>;
+using MatD = Mat<double>;
+
+// The orders every value test runs at: the smallest cases, an odd order, both sides of the CPU
+// Cholesky's block of 64, one short of two blocks, and one large matrix.
+constexpr int64_t kSizes[] = {1, 2, 3, 31, 64, 65, 127, 1000};
+
+// ---- rounding units and host references ------------------------------------------------------
+
+/// The unit roundoff u of a dtype: 2⁻²⁴ for float32, 2⁻⁵³ for float64.
+double unit_roundoff(sg::DType dtype) { return dtype == sg::kFloat32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53); }
+
+/// The unit roundoff u_R of a host scalar (2⁻⁶⁴ for x86's long double, 2⁻⁵³ for double).
+template <typename R>
+double unit_roundoff_of() {
+  return static_cast<double>(std::numeric_limits<R>::epsilon()) / 2;
+}
+
+/// Calls f with a value of the reference scalar for order n: long double up to n = 127, double
+/// above (a long double factorization of order 1000 takes seconds). Every bound below adds the
+/// reference's own rounding, u_R, to the tested dtype's u.
+template <typename F>
+void with_reference(int64_t n, F&& f) {
+  if (n <= 127) f(static_cast<long double>(0));
+  else f(0.0);
+}
+
+/// The values of a 1-D or 2-D tensor (any device, any dtype: exact in double) as a host matrix.
+template <typename R>
+Mat<R> host(const sg::Tensor& t) {
+  const std::vector<double> v = t.to_vector();
+  const int64_t rows = t.size(0), cols = t.dim() == 2 ? t.size(1) : 1;
+  Mat<R> m(rows, cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) m(i, j) = static_cast<R>(v[static_cast<size_t>(i * cols + j)]);
+  return m;
+}
+
+/// The triangle of `t` a solve reads: the other triangle zeroed (it may hold poison in the kernel
+/// tests) and, with a unit diagonal, ones on the diagonal whatever `t` stores there.
+template <typename R>
+Mat<R> read_triangle(const Mat<R>& t, bool lower, bool unit) {
+  Mat<R> m = t;
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j)
+      if (lower ? j > i : j < i) m(i, j) = 0;
+  if (unit) m.diagonal().setOnes();
+  return m;
+}
+
+/// A⁻¹·B for a triangular A (Eigen's triangularView<>().solve).
+template <typename R>
+Mat<R> tri_solve(const Mat<R>& a, bool lower, const Mat<R>& b) {
+  if (lower) return a.template triangularView<Eigen::Lower>().solve(b);
+  return a.template triangularView<Eigen::Upper>().solve(b);
+}
+
+template <typename R>
+Mat<R> identity(Eigen::Index n) {
+  return Mat<R>::Identity(n, n);
+}
+
+/// ‖m‖∞, the largest row sum of |m|.
+template <typename R>
+double inf_norm(const Mat<R>& m) {
+  return static_cast<double>(m.cwiseAbs().rowwise().sum().maxCoeff());
+}
+
+/// ‖m‖₁, the largest column sum of |m|.
+template <typename R>
+double one_norm(const Mat<R>& m) {
+  return static_cast<double>(m.cwiseAbs().colwise().sum().maxCoeff());
+}
+
+/// κ₂(S) = λmax/λmin of a symmetric positive definite S, from Eigen's symmetric eigensolver in R.
+template <typename R>
+double spd_kappa(const Mat<R>& s) {
+  const Eigen::SelfAdjointEigenSolver<Mat<R>> eig(s, Eigen::EigenvaluesOnly);
+  return static_cast<double>(eig.eigenvalues().maxCoeff() / eig.eigenvalues().minCoeff());
+}
+
+/// max |rᵢⱼ| / scaleᵢⱼ: a componentwise backward error (0/0 counts as 0, r/0 as infinity, NaN
+/// stays NaN so that every bound fails on it).
+template <typename R>
+double componentwise_ratio(const Mat<R>& r, const Mat<R>& scale) {
+  double worst = 0;
+  for (Eigen::Index i = 0; i < r.rows(); ++i)
+    for (Eigen::Index j = 0; j < r.cols(); ++j) {
+      const R num = r(i, j) < 0 ? -r(i, j) : r(i, j);
+      if (num == 0) continue;
+      const double q = scale(i, j) > 0 ? static_cast<double>(num / scale(i, j)) : INFINITY;
+      if (std::isnan(q) || std::isnan(worst)) worst = NAN;
+      else if (q > worst) worst = q;
+    }
+  return worst;
+}
+
+/// Checks X̂ for A·X = B with A triangular (a right solve X·T = B enters as Tᵀ·Xᵀ = Bᵀ; a unit
+/// diagonal is written into A). Substitution in IEEE arithmetic gives columns with
+/// (A + ΔAⱼ)·x̂ⱼ = bⱼ, |ΔAⱼ| ≤ γₙ|A|, γₙ = nu/(1 − nu) (Higham, Accuracy and Stability of Numerical
+/// Algorithms, Thm 8.5); γₙ₊₁ when it multiplies by the diagonal's reciprocals instead of
+/// dividing, as GPU kernels often do. So
+///   backward: |A·X̂ − B| ≤ 2(n + 1)(u + u_R)·(|A|·|X̂| + |B|) entrywise (the residual itself is
+///             computed in R, hence u_R; the factor 2 covers γₙ₊₁ > (n + 1)u and blocked updates);
+///   forward:  ‖X̂ − X‖∞ ≤ 2(n + 1)(u + u_R)·κ∞(A)·‖X̂‖∞ against Eigen's solve in R
+///             (X̂ − X = −A⁻¹·ΔA·X̂).
+template <typename R>
+testing::AssertionResult solve_is_accurate(const Mat<R>& a, bool lower, const Mat<R>& x, const Mat<R>& b,
+                                           double u) {
+  const double n = static_cast<double>(a.rows()), ur = unit_roundoff_of<R>();
+  const double omega = componentwise_ratio<R>(a * x - b, a.cwiseAbs() * x.cwiseAbs() + b.cwiseAbs());
+  const double omega_bound = 2 * (n + 1) * (u + ur);
+  if (!(omega <= omega_bound))
+    return testing::AssertionFailure() << "componentwise backward error " << omega << " > " << omega_bound;
+  const double kappa = inf_norm<R>(a) * inf_norm<R>(tri_solve<R>(a, lower, identity<R>(a.rows())));
+  const double forward = inf_norm<R>(Mat<R>(x - tri_solve<R>(a, lower, b))) / inf_norm<R>(x);
+  const double forward_bound = omega_bound * kappa;
+  if (!(forward <= forward_bound))
+    return testing::AssertionFailure() << "forward error " << forward << " > " << forward_bound << " (κ∞ = " << kappa
+                                       << ")";
+  return testing::AssertionSuccess();
+}
+
+/// Checks a Cholesky factor L̂ of S. The computed factor satisfies L̂·L̂ᵀ = S + ΔS with
+/// |ΔS| ≤ γₙ₊₁·|L̂|·|L̂ᵀ| (Higham Thm 10.3), so
+///   backward: |L̂·L̂ᵀ − S| ≤ 2(n + 1)(u + u_R)·|L̂|·|L̂ᵀ| entrywise;
+///   forward:  ‖L̂ − L‖_F ≤ 2(n + 1)(u + u_R)·κ₂(S)·‖L‖_F against Eigen's LLT in R: to first order
+///             the factor changes relatively by at most κ₂(S) times S's relative normwise change
+///             (Sun's perturbation bound, Higham Thm 10.8), here of the order (n + 1)u.
+template <typename R>
+testing::AssertionResult cholesky_is_accurate(const Mat<R>& s, const Mat<R>& l, double u) {
+  const double n = static_cast<double>(s.rows()), ur = unit_roundoff_of<R>();
+  const Mat<R> lt = l.transpose();
+  const double omega = componentwise_ratio<R>(l * lt - s, l.cwiseAbs() * lt.cwiseAbs());
+  const double omega_bound = 2 * (n + 1) * (u + ur);
+  if (!(omega <= omega_bound))
+    return testing::AssertionFailure() << "componentwise backward error " << omega << " > " << omega_bound;
+  const Eigen::LLT<Mat<R>> llt(s);
+  if (llt.info() != Eigen::Success) return testing::AssertionFailure() << "the reference LLT failed";
+  const Mat<R> ref = llt.matrixL();
+  const double kappa = spd_kappa<R>(s);
+  const double forward = static_cast<double>((l - ref).norm() / ref.norm());
+  const double forward_bound = omega_bound * kappa;
+  if (!(forward <= forward_bound))
+    return testing::AssertionFailure() << "forward error " << forward << " > " << forward_bound << " (κ = " << kappa
+                                       << ")";
+  return testing::AssertionSuccess();
+}
+
+/// Checks log det S for a symmetric positive definite S, computed as 2·Σ log l̂ᵢᵢ. To first order
+/// the factorization's ΔS changes the result by tr(S⁻¹ΔS) ≤ γₙ₊₁·⟨|S⁻¹|, |L|·|Lᵀ|⟩, and the n
+/// logarithms and their sum add at most nu·Σ|2 log lᵢᵢ|; both are tested with a factor 2 and with
+/// u + u_R (the reference is Eigen's LLT in R).
+template <typename R>
+testing::AssertionResult spd_logdet_is_accurate(const Mat<R>& s, double got, double u) {
+  const double n = static_cast<double>(s.rows()), ur = unit_roundoff_of<R>();
+  const Eigen::LLT<Mat<R>> llt(s);
+  const Mat<R> l = llt.matrixL();
+  R ref = 0, abs_terms = 0;
+  for (Eigen::Index i = 0; i < l.rows(); ++i) {
+    ref += 2 * std::log(l(i, i));
+    abs_terms += std::abs(2 * std::log(l(i, i)));
+  }
+  const Mat<R> s_inv = llt.solve(identity<R>(s.rows()));
+  const double sensitivity = static_cast<double>(s_inv.cwiseAbs().cwiseProduct(l.cwiseAbs() * l.transpose().cwiseAbs()).sum());
+  const double bound = 2 * (n + 1) * (u + ur) * sensitivity + 2 * n * (u + ur) * static_cast<double>(abs_terms);
+  const double err = std::abs(got - static_cast<double>(ref));
+  if (!(err <= bound))
+    return testing::AssertionFailure() << "logdet " << got << " vs reference " << static_cast<double>(ref) << ": error "
+                                       << err << " > " << bound;
+  return testing::AssertionSuccess();
+}
+
+/// Checks Σ log|tᵢᵢ| of a triangular T: each logarithm is within an ulp and the sum of n terms
+/// within nu·Σ|log|tᵢᵢ||, tested as 2(n + 1)(u + u_R)·(1 + Σ|log|tᵢᵢ||).
+template <typename R>
+testing::AssertionResult triangular_logdet_is_accurate(const Mat<R>& t, double got, double u) {
+  const double n = static_cast<double>(t.rows()), ur = unit_roundoff_of<R>();
+  R ref = 0, abs_terms = 0;
+  for (Eigen::Index i = 0; i < t.rows(); ++i) {
+    const R term = std::log(std::abs(t(i, i)));
+    ref += term;
+    abs_terms += std::abs(term);
+  }
+  const double bound = 2 * (n + 1) * (u + ur) * (1 + static_cast<double>(abs_terms));
+  const double err = std::abs(got - static_cast<double>(ref));
+  if (!(err <= bound))
+    return testing::AssertionFailure() << "logdet " << got << " vs reference " << static_cast<double>(ref) << ": error "
+                                       << err << " > " << bound;
+  return testing::AssertionSuccess();
+}
+
+/// Checks M̂ = T⁻¹ for a triangular T. Column-oriented inversions give |T·M̂ − I| ≤ cₙu·|T|·|M̂|
+/// and row-oriented ones the same for M̂·T (Du Croz and Higham, Stability of methods for matrix
+/// inversion, 1992); either residual is accepted:
+///   backward: min over the two sides of the componentwise ratio ≤ 2(n + 1)(u + u_R) (cₙ = γₙ₊₁
+///             allows for multiplying by reciprocals, as in solve_is_accurate);
+///   forward:  ‖M̂ − M‖∞ ≤ 2(n + 1)(u + u_R)·κ∞(T)·‖M̂‖∞ (follows from either residual), M from
+///             Eigen in R.
+template <typename R>
+testing::AssertionResult inverse_is_accurate(const Mat<R>& t, bool lower, const Mat<R>& m, double u) {
+  const double n = static_cast<double>(t.rows()), ur = unit_roundoff_of<R>();
+  const Mat<R> id = identity<R>(t.rows());
+  const double omega_bound = 2 * (n + 1) * (u + ur);
+  double omega = componentwise_ratio<R>(t * m - id, t.cwiseAbs() * m.cwiseAbs());
+  if (!(omega <= omega_bound)) {
+    const double left = componentwise_ratio<R>(m * t - id, m.cwiseAbs() * t.cwiseAbs());
+    if (left <= omega_bound) omega = left;
+  }
+  if (!(omega <= omega_bound))
+    return testing::AssertionFailure() << "componentwise backward error " << omega << " > " << omega_bound;
+  const Mat<R> ref = tri_solve<R>(t, lower, id);
+  const double kappa = inf_norm<R>(t) * inf_norm<R>(ref);
+  const double forward = inf_norm<R>(Mat<R>(m - ref)) / inf_norm<R>(m);
+  const double forward_bound = omega_bound * kappa;
+  if (!(forward <= forward_bound))
+    return testing::AssertionFailure() << "forward error " << forward << " > " << forward_bound << " (κ∞ = " << kappa
+                                       << ")";
+  return testing::AssertionSuccess();
+}
+
+/// Checks X̂ = (L·Lᵀ)⁻¹·B, two substitutions: Ŷ from L·Y = B, then X̂ from Lᵀ·X = Ŷ. Each obeys
+/// the forward bound of solve_is_accurate, and the first one's error is carried through L⁻ᵀ:
+/// ‖X̂ − X‖∞ ≤ 2(n + 1)(u + u_R)·κ₁(L)·(1 + κ∞(L))·‖X̂‖∞, X from Eigen in R.
+template <typename R>
+testing::AssertionResult cholesky_solve_is_accurate(const Mat<R>& l, const Mat<R>& x, const Mat<R>& b, double u) {
+  const double n = static_cast<double>(l.rows()), ur = unit_roundoff_of<R>();
+  const Mat<R> l_inv = tri_solve<R>(l, true, identity<R>(l.rows()));
+  const double k_inf = inf_norm<R>(l) * inf_norm<R>(l_inv), k_one = one_norm<R>(l) * one_norm<R>(l_inv);
+  const Mat<R> ref = tri_solve<R>(Mat<R>(l.transpose()), false, tri_solve<R>(l, true, b));
+  const double forward = inf_norm<R>(Mat<R>(x - ref)) / inf_norm<R>(x);
+  const double bound = 2 * (n + 1) * (u + ur) * k_one * (1 + k_inf);
+  if (!(forward <= bound)) return testing::AssertionFailure() << "forward error " << forward << " > " << bound;
+  return testing::AssertionSuccess();
+}
+
+// ---- inputs ----------------------------------------------------------------------------------
+
+/// A well-conditioned triangular matrix (float64, CPU) of structure s: off-diagonal entries
+/// N(0, 1/(4n)), diagonal entries ±(1 + U[0, 1)) with random signs. The strictly triangular part N
+/// has ‖N‖₂ ≈ 0.8 below every |tᵢᵢ| ≥ 1, so κ₂(T) stays near 3 for every n, with T's diagonal or
+/// with a unit one (a raw randn triangular matrix is exponentially ill-conditioned in n). The
+/// negative diagonal entries exercise logdet's |tᵢᵢ|.
+sg::Tensor triangular_f64(S s, int64_t n) {
+  std::vector<double> v = sg::randn({n, n}, sg::kFloat64).to_vector();
+  const std::vector<double> d = sg::rand({n}, sg::kFloat64).to_vector();
+  const double scale = 0.5 / std::sqrt(static_cast<double>(n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double& e = v[static_cast<size_t>(i * n + j)];
+      if (i == j) e = (e < 0 ? -1.0 : 1.0) * (1.0 + d[static_cast<size_t>(i)]);
+      else if (s == S::LowerTriangular ? j > i : j < i) e = 0.0;
+      else e *= scale;
+    }
+  const sg::Tensor t = sg::from_vector(v, {n, n}, sg::kFloat64);
+  return s == S::LowerTriangular ? sg::Tensor(sg::as_lower(t)) : sg::Tensor(sg::as_upper(t));
+}
+
+/// A well-conditioned symmetric positive definite S = A·Aᵀ/n + I (float64, CPU, Symmetric, its
+/// halves equal bit for bit): its eigenvalues lie in [1, about 5].
+sg::Tensor spd_f64(int64_t n) {
+  const sg::Tensor a = sg::randn({n, n}, sg::kFloat64);
+  return sg::gram(a) * (1.0 / static_cast<double>(n)) + sg::Symmetric::eye(n, sg::kFloat64);
+}
+
+/// `t` converted to dtype and moved to device, keeping its structure tag.
+sg::Tensor as(const sg::Tensor& t, sg::DType dtype, sg::Device device) { return t.to(dtype).to(device); }
+
+/// `t` with every diagonal entry replaced by `value` (same structure, dtype and device).
+sg::Tensor with_diagonal_value(const sg::Tensor& t, double value) {
+  return sg::with_diagonal(t, sg::full({t.size(0)}, value, sg::TensorOptions().dtype(t.dtype()).device(t.device())));
+}
+
+/// The values of a and b are equal as IEEE values (NaN equals NaN), shapes and tags too.
+testing::AssertionResult unchanged(const sg::Tensor& now, const sg::Tensor& before) {
+  if (now.shape() != before.shape() || now.structure() != before.structure() || now.dtype() != before.dtype())
+    return testing::AssertionFailure() << "shape, structure or dtype changed";
+  const std::vector<double> a = now.to_vector(), b = before.to_vector();
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!sgtest::same_ieee(a[i], b[i])) return testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs " << b[i];
+  return testing::AssertionSuccess();
+}
+
+std::string describe(S s, bool left, bool unit, int64_t n, int64_t k) {
+  return std::string(sg::structure_name(s)) + (left ? " left" : " right") + (unit ? " unit" : "") +
+         " n=" + std::to_string(n) + " k=" + std::to_string(k);
+}
+
+// ---- fixtures ----------------------------------------------------------------------------------
+
+/// Tests of one device and one dtype.
+class LinalgValues : public testing::TestWithParam<sgtest::DeviceDtype> {
+ protected:
+  void SetUp() override { SG_SKIP_IF_UNAVAILABLE(GetParam().device); }
+  sg::Device device() const { return GetParam().device; }
+  sg::DType dtype() const { return GetParam().dtype; }
+  sg::TensorOptions opts() const { return sg::TensorOptions().dtype(dtype()).device(device()); }
+  double u() const { return unit_roundoff(dtype()); }
+  sg::Tensor on_device(const sg::Tensor& t) const { return as(t, dtype(), device()); }
+};
+
+// ---- values against references -----------------------------------------------------------------
+
+TEST_P(LinalgValues, SolveTriangularAgainstEigen) {
+  sg::manual_seed(101);
+  for (int64_t n : kSizes)
+    for (S s : {S::UpperTriangular, S::LowerTriangular}) {
+      const sg::Tensor t = on_device(triangular_f64(s, n));
+      // A unit-diagonal solve gets a stored diagonal of 7: reading it would change every result.
+      const sg::Tensor t_garbage = with_diagonal_value(t, 7.0);
+      for (bool unit : {false, true})
+        for (bool left : {true, false})
+          for (int64_t k : {int64_t{1}, int64_t{5}}) {
+            const std::string what = describe(s, left, unit, n, k);
+            const sg::Tensor& tt = unit ? t_garbage : t;
+            const sg::Tensor b = on_device(sg::randn(left ? sg::Shape{n, k} : sg::Shape{k, n}, sg::kFloat64));
+            const sg::Tensor x = sg::solve_triangular(tt, b, left, unit);
+            ASSERT_EQ(x.structure(), S::Dense) << what;
+            ASSERT_EQ(x.shape(), b.shape()) << what;
+            ASSERT_EQ(x.dtype(), dtype()) << what;
+            ASSERT_TRUE(x.device() == device()) << what;
+            with_reference(n, [&](auto zero) {
+              using R = decltype(zero);
+              const bool lower = s == S::LowerTriangular;
+              const Mat<R> a = read_triangle<R>(host<R>(tt), lower, unit);
+              // X·T = B is Tᵀ·Xᵀ = Bᵀ.
+              if (left) EXPECT_TRUE(solve_is_accurate<R>(a, lower, host<R>(x), host<R>(b), u())) << what;
+              else
+                EXPECT_TRUE(solve_is_accurate<R>(Mat<R>(a.transpose()), !lower, Mat<R>(host<R>(x).transpose()),
+                                                 Mat<R>(host<R>(b).transpose()), u()))
+                    << what;
+            });
+          }
+    }
+}
+
+TEST_P(LinalgValues, CholeskyAgainstEigen) {
+  sg::manual_seed(102);
+  for (int64_t n : kSizes) {
+    const sg::Tensor s = on_device(spd_f64(n));
+    const sg::LowerTriangular l = sg::cholesky(s);
+    const std::string what = "n=" + std::to_string(n);
+    ASSERT_EQ(l.structure(), S::LowerTriangular) << what;
+    ASSERT_EQ(l.shape(), s.shape()) << what;
+    ASSERT_EQ(l.dtype(), dtype()) << what;
+    ASSERT_TRUE(l.device() == device()) << what;
+    EXPECT_TRUE(holds_invariant(l)) << what;  // exact zeros above the diagonal
+    with_reference(n, [&](auto zero) {
+      using R = decltype(zero);
+      EXPECT_TRUE(cholesky_is_accurate<R>(host<R>(s), host<R>(l), u())) << what;
+    });
+    // cholesky_ex: the same factor, and info a 0-d int64 zero on S's device.
+    const sg::CholeskyResult ex = sg::cholesky_ex(s);
+    EXPECT_EQ(ex.L.structure(), S::LowerTriangular) << what;
+    EXPECT_TRUE(unchanged(ex.L, l)) << what;
+    EXPECT_EQ(ex.info.dim(), 0) << what;
+    EXPECT_EQ(ex.info.dtype(), sg::kInt64) << what;
+    EXPECT_TRUE(ex.info.device() == device()) << what;
+    EXPECT_EQ(ex.info.item(), 0.0) << what;
+  }
+}
+
+TEST_P(LinalgValues, LogdetAgainstEigen) {
+  sg::manual_seed(103);
+  for (int64_t n : kSizes) {
+    const std::string what = "n=" + std::to_string(n);
+    const sg::Tensor s = on_device(spd_f64(n));
+    const sg::Tensor ld = sg::logdet(s);
+    ASSERT_EQ(ld.dim(), 0) << what;
+    ASSERT_EQ(ld.dtype(), dtype()) << what;
+    ASSERT_TRUE(ld.device() == device()) << what;
+    with_reference(n, [&](auto zero) {
+      using R = decltype(zero);
+      EXPECT_TRUE(spd_logdet_is_accurate<R>(host<R>(s), ld.item(), u())) << "Symmetric " << what;
+    });
+    for (S st : {S::UpperTriangular, S::LowerTriangular}) {
+      const sg::Tensor t = on_device(triangular_f64(st, n));
+      const sg::Tensor lt = sg::logdet(t);
+      ASSERT_EQ(lt.dim(), 0) << what;
+      with_reference(n, [&](auto zero) {
+        using R = decltype(zero);
+        EXPECT_TRUE(triangular_logdet_is_accurate<R>(host<R>(t), lt.item(), u())) << sg::structure_name(st) << " " << what;
+      });
+    }
+  }
+}
+
+TEST_P(LinalgValues, InverseAgainstEigen) {
+  sg::manual_seed(104);
+  for (int64_t n : kSizes)
+    for (S s : {S::UpperTriangular, S::LowerTriangular}) {
+      const std::string what = std::string(sg::structure_name(s)) + " n=" + std::to_string(n);
+      const sg::Tensor t = on_device(triangular_f64(s, n));
+      const sg::Tensor m = sg::inverse(t);
+      ASSERT_EQ(m.structure(), s) << what;
+      ASSERT_EQ(m.dtype(), dtype()) << what;
+      ASSERT_TRUE(m.device() == device()) << what;
+      EXPECT_TRUE(holds_invariant(m)) << what;  // exact zeros in the other triangle
+      with_reference(n, [&](auto zero) {
+        using R = decltype(zero);
+        EXPECT_TRUE(inverse_is_accurate<R>(host<R>(t), s == S::LowerTriangular, host<R>(m), u())) << what;
+      });
+    }
+}
+
+TEST_P(LinalgValues, CholeskySolveAgainstEigen) {
+  sg::manual_seed(105);
+  for (int64_t n : kSizes)
+    for (int64_t k : {int64_t{1}, int64_t{4}}) {
+      const std::string what = "n=" + std::to_string(n) + " k=" + std::to_string(k);
+      const sg::Tensor l = on_device(triangular_f64(S::LowerTriangular, n));
+      const sg::Tensor b = on_device(sg::randn({n, k}, sg::kFloat64));
+      const sg::Tensor x = sg::cholesky_solve(l, b);
+      ASSERT_EQ(x.structure(), S::Dense) << what;
+      ASSERT_EQ(x.shape(), b.shape()) << what;
+      with_reference(n, [&](auto zero) {
+        using R = decltype(zero);
+        EXPECT_TRUE(cholesky_solve_is_accurate<R>(host<R>(l), host<R>(x), host<R>(b), u())) << what;
+      });
+    }
+}
+
+TEST_P(LinalgValues, CholeskyThenSolveRecoversTheSystem) {
+  // The two ops together solve S·X = B with (S + ΔS)·X̂ = B, |ΔS| ≤ γ₃ₙ₊₁·|L̂|·|L̂ᵀ| (Higham
+  // Thm 10.4), tested as |S·X̂ − B| ≤ 2(3n + 1)(u + u_R)·(|L̂|·|L̂ᵀ|·|X̂| + |B|) entrywise.
+  sg::manual_seed(106);
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{65}, int64_t{127}}) {
+    const sg::Tensor s = on_device(spd_f64(n));
+    const sg::Tensor b = on_device(sg::randn({n, 3}, sg::kFloat64));
+    const sg::LowerTriangular l = sg::cholesky(s);
+    const sg::Tensor x = sg::cholesky_solve(l, b);
+    with_reference(n, [&](auto zero) {
+      using R = decltype(zero);
+      const Mat<R> sr = host<R>(s), lr = host<R>(l), xr = host<R>(x), br = host<R>(b);
+      const double omega =
+          componentwise_ratio<R>(sr * xr - br, lr.cwiseAbs() * lr.transpose().cwiseAbs() * xr.cwiseAbs() + br.cwiseAbs());
+      EXPECT_LE(omega, 2 * (3 * static_cast<double>(n) + 1) * (u() + unit_roundoff_of<R>())) << "n=" << n;
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, LinalgValues, testing::ValuesIn(sgtest::test_devices_and_dtypes()),
+                         sgtest::device_dtype_test_name);
+
+}  // namespace
