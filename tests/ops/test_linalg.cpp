@@ -333,6 +333,9 @@ class LinalgValues : public testing::TestWithParam<sgtest::DeviceDtype> {
   sg::Tensor on_device(const sg::Tensor& t) const { return as(t, dtype(), device()); }
 };
 
+/// The backends' kernels, called directly.
+class LinalgKernels : public LinalgValues {};
+
 // ---- values against references -----------------------------------------------------------------
 
 TEST_P(LinalgValues, SolveTriangularAgainstEigen) {
@@ -474,6 +477,121 @@ TEST_P(LinalgValues, CholeskyThenSolveRecoversTheSystem) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, LinalgValues, testing::ValuesIn(sgtest::test_devices_and_dtypes()),
+                         sgtest::device_dtype_test_name);
+
+// ---- the backends' kernels with poisoned outputs ---------------------------------------------
+
+/// An n×n Dense tensor holding `v` (row-major) with NaN written into the triangle the kernel must
+/// not read (above the diagonal when `lower`, below otherwise) and, when `poison_diagonal`, on the
+/// diagonal.
+sg::Tensor poisoned(const std::vector<double>& v, int64_t n, bool lower, bool poison_diagonal, sg::TensorOptions o) {
+  std::vector<double> p = v;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      if ((lower ? j > i : j < i) || (poison_diagonal && i == j)) p[static_cast<size_t>(i * n + j)] = NAN;
+  return sg::from_vector(p, {n, n}, o);
+}
+
+/// A 0-d int64 tensor holding a value no kernel would write.
+sg::Tensor garbage_info(sg::Device device) {
+  return sg::full({}, -12345.0, sg::TensorOptions().dtype(sg::kInt64).device(device));
+}
+
+TEST_P(LinalgKernels, CholeskyWritesEveryEntryAndInfo) {
+  sg::manual_seed(201);
+  sg::detail::Backend& backend = sg::detail::backend_for(device());
+  for (int64_t n : {1, 3, 64, 65, 127}) {
+    const std::string what = "n=" + std::to_string(n);
+    const sg::Tensor s = on_device(spd_f64(n));
+    // S's upper triangle holds NaN: only the lower one may be read.
+    const sg::Tensor a = poisoned(s.to_vector(), n, true, false, opts());
+    sg::Tensor out = sg::full({n, n}, NAN, opts());
+    sg::Tensor info = garbage_info(device());
+    backend.cholesky(a, out, info);
+    EXPECT_EQ(info.item(), 0.0) << what;
+    const std::vector<double> v = out.to_vector();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double e = v[static_cast<size_t>(i * n + j)];
+        if (j > i) EXPECT_EQ(e, 0.0) << what << " entry (" << i << ", " << j << ")";  // exact zeros, not NaN
+        else EXPECT_TRUE(std::isfinite(e)) << what << " entry (" << i << ", " << j << ")";
+      }
+    with_reference(n, [&](auto zero) {
+      using R = decltype(zero);
+      EXPECT_TRUE(cholesky_is_accurate<R>(host<R>(s), host<R>(out), u())) << what;
+    });
+  }
+  // A failing pivot comes back in info, overwriting the garbage, without throwing: the leading
+  // minor of order 3 of this matrix is negative (l₃₃² = 1 − 1 − 1).
+  const sg::Tensor bad = sg::from_vector(std::vector<double>{4, 2, 2, 0, 2, 5, 3, 0, 2, 3, 1, 1, 0, 0, 1, 3}, {4, 4}, opts());
+  sg::Tensor out = sg::full({4, 4}, NAN, opts());
+  sg::Tensor info = garbage_info(device());
+  EXPECT_NO_THROW(backend.cholesky(bad, out, info));
+  EXPECT_EQ(info.item(), 3.0);
+}
+
+TEST_P(LinalgKernels, TriangularInverseWritesEveryEntry) {
+  sg::manual_seed(202);
+  sg::detail::Backend& backend = sg::detail::backend_for(device());
+  for (int64_t n : {1, 3, 64, 65, 127})
+    for (bool lower : {true, false})
+      for (bool unit : {false, true}) {
+        const std::string what = std::string(lower ? "Lower" : "Upper") + (unit ? " unit" : "") + " n=" + std::to_string(n);
+        const sg::Tensor t = on_device(triangular_f64(lower ? S::LowerTriangular : S::UpperTriangular, n));
+        // The other triangle holds NaN, and so does the diagonal of a unit-diagonal T.
+        const sg::Tensor a = poisoned(t.to_vector(), n, lower, unit, opts());
+        sg::Tensor out = sg::full({n, n}, NAN, opts());
+        backend.triangular_inverse(a, lower ? OperandKind::Lower : OperandKind::Upper, unit, out);
+        const std::vector<double> v = out.to_vector();
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const double e = v[static_cast<size_t>(i * n + j)];
+            if (lower ? j > i : j < i) EXPECT_EQ(e, 0.0) << what << " entry (" << i << ", " << j << ")";
+            else if (unit && i == j) EXPECT_EQ(e, 1.0) << what << " entry (" << i << ", " << i << ")";
+            else EXPECT_TRUE(std::isfinite(e)) << what << " entry (" << i << ", " << j << ")";
+          }
+        with_reference(n, [&](auto zero) {
+          using R = decltype(zero);
+          EXPECT_TRUE(inverse_is_accurate<R>(read_triangle<R>(host<R>(t), lower, unit), lower, host<R>(out), u())) << what;
+        });
+      }
+}
+
+TEST_P(LinalgKernels, SolveTriangularEveryLayout) {
+  sg::manual_seed(203);
+  sg::detail::Backend& backend = sg::detail::backend_for(device());
+  for (int64_t n : {1, 3, 64, 65, 127})
+    for (bool stored_lower : {true, false})
+      for (bool trans : {false, true})
+        for (bool left : {true, false})
+          for (bool unit : {false, true}) {
+            const int64_t k = 3;
+            const std::string what = std::string(stored_lower ? "stored Lower" : "stored Upper") +
+                                     (trans ? " transposed" : "") + (left ? " left" : " right") + (unit ? " unit" : "") +
+                                     " n=" + std::to_string(n);
+            const sg::Tensor t =
+                on_device(triangular_f64(stored_lower ? S::LowerTriangular : S::UpperTriangular, n));
+            const sg::Tensor a = poisoned(t.to_vector(), n, stored_lower, unit, opts());
+            const sg::Tensor b = on_device(sg::randn(left ? sg::Shape{n, k} : sg::Shape{k, n}, sg::kFloat64));
+            sg::Tensor x = b.clone();
+            // kind is the structure of op(T): transposing swaps the triangle.
+            const OperandKind kind = stored_lower != trans ? OperandKind::Lower : OperandKind::Upper;
+            backend.solve_triangular(a, kind, trans, unit, left, x);
+            with_reference(n, [&](auto zero) {
+              using R = decltype(zero);
+              const Mat<R> stored = read_triangle<R>(host<R>(t), stored_lower, unit);
+              const Mat<R> op = trans ? Mat<R>(stored.transpose()) : stored;
+              const bool op_lower = stored_lower != trans;
+              if (left) EXPECT_TRUE(solve_is_accurate<R>(op, op_lower, host<R>(x), host<R>(b), u())) << what;
+              else
+                EXPECT_TRUE(solve_is_accurate<R>(Mat<R>(op.transpose()), !op_lower, Mat<R>(host<R>(x).transpose()),
+                                                 Mat<R>(host<R>(b).transpose()), u()))
+                    << what;
+            });
+          }
+}
+
+INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, LinalgKernels, testing::ValuesIn(sgtest::test_devices_and_dtypes()),
                          sgtest::device_dtype_test_name);
 
 }  // namespace
