@@ -268,6 +268,56 @@ testing::AssertionResult cholesky_solve_is_accurate(const Mat<R>& l, const Mat<R
   return testing::AssertionSuccess();
 }
 
+/// Checks P̂ against the exact value P (computed in R) of the conventional products it was computed
+/// with, from factors the test knows: |P̂ − P| ≤ γₘ·scale entrywise for m terms summed per entry,
+/// with scale = |A|·|B| for one product (and |A|·|B|·|C|, m = 2n, for two chained ones), tested as
+/// 2(m + 1)(u + u_R)·scale. An entry with a zero scale must be exact.
+template <typename R>
+testing::AssertionResult product_is_accurate(const Mat<R>& got, const Mat<R>& p, const Mat<R>& scale, double terms,
+                                             double u) {
+  const double omega = componentwise_ratio<R>(got - p, scale);
+  const double bound = 2 * (terms + 1) * (u + unit_roundoff_of<R>());
+  if (!(omega <= bound)) return testing::AssertionFailure() << "componentwise error " << omega << " > " << bound;
+  return testing::AssertionSuccess();
+}
+
+/// Checks the backward of X = solve_triangular(T, B, left, unit) for the upstream G stage by stage,
+/// from what it is built of (A = the triangle read): dB̂ solves Aᵀ·dB = G (left) or dB·Aᵀ = G
+/// (right), so it has a solve's componentwise backward error (solve_is_accurate); dT̂ is the
+/// projected product −dB̂·X̂ᵀ (left) or −X̂ᵀ·dB̂ (right) of k terms per entry (product_is_accurate),
+/// exactly zero on a unit diagonal. Neither bound involves κ(T): any precision lost in the
+/// backward, a TF32 product say, shows.
+template <typename R>
+testing::AssertionResult solve_backward_is_accurate(const Mat<R>& t, bool lower, bool unit, bool left, const Mat<R>& x,
+                                                    const Mat<R>& g, const Mat<R>& dt, const Mat<R>& db, double u) {
+  const Mat<R> a = read_triangle<R>(t, lower, unit);
+  testing::AssertionResult r = left ? solve_is_accurate<R>(Mat<R>(a.transpose()), !lower, db, g, u)
+                                    : solve_is_accurate<R>(a, lower, Mat<R>(db.transpose()), Mat<R>(g.transpose()), u);
+  if (!r) return testing::AssertionFailure() << "dB: " << r.message();
+  const Mat<R> xt = x.transpose();
+  Mat<R> p = read_triangle<R>(left ? Mat<R>(-db * xt) : Mat<R>(-xt * db), lower, false);
+  Mat<R> scale = read_triangle<R>(left ? Mat<R>(db.cwiseAbs() * xt.cwiseAbs()) : Mat<R>(xt.cwiseAbs() * db.cwiseAbs()),
+                                  lower, false);
+  if (unit) {
+    p.diagonal().setZero();
+    scale.diagonal().setZero();
+  }
+  r = product_is_accurate<R>(dt, p, scale, static_cast<double>(left ? x.cols() : x.rows()), u);
+  if (!r) return testing::AssertionFailure() << "dT: " << r.message();
+  return testing::AssertionSuccess();
+}
+
+/// Checks the backward of M = inverse(T) for the upstream G: dT̂ = −proj(M̂ᵀ·G·M̂ᵀ) from the
+/// forward output M̂, two chained products (product_is_accurate with m = 2n).
+template <typename R>
+testing::AssertionResult inverse_backward_is_accurate(const Mat<R>& m, bool lower, const Mat<R>& g, const Mat<R>& dt,
+                                                      double u) {
+  const Mat<R> mt = m.transpose();
+  const Mat<R> p = read_triangle<R>(Mat<R>(-mt * g * mt), lower, false);
+  const Mat<R> scale = read_triangle<R>(Mat<R>(mt.cwiseAbs() * g.cwiseAbs() * mt.cwiseAbs()), lower, false);
+  return product_is_accurate<R>(dt, p, scale, 2.0 * static_cast<double>(m.rows()), u);
+}
+
 // ---- inputs ----------------------------------------------------------------------------------
 
 /// A well-conditioned triangular matrix (float64, CPU) of structure s: off-diagonal entries
@@ -320,6 +370,50 @@ std::string describe(S s, bool left, bool unit, int64_t n, int64_t k) {
          " n=" + std::to_string(n) + " k=" + std::to_string(k);
 }
 
+// ---- gradients in closed form (double, evaluated at the library's own forward outputs) -------
+
+/// The projection onto a triangle (zeros elsewhere).
+MatD project(const MatD& m, bool lower) { return read_triangle<double>(m, lower, false); }
+
+/// Gradient of ⟨G, L⟩ for L = cholesky(S): with L̄ = tril(G) and Φ = the lower triangle with the
+/// diagonal halved, dS = sym(L⁻ᵀ·Φ(Lᵀ·L̄)·L⁻¹), sym(X) = (X + Xᵀ)/2.
+MatD cholesky_gradient(const MatD& l, const MatD& g) {
+  const MatD m = tri_solve<double>(l, true, identity<double>(l.rows()));
+  MatD phi = project(l.transpose() * project(g, true), true);
+  phi.diagonal() *= 0.5;
+  const MatD y = m.transpose() * phi * m;
+  return (y + y.transpose()) / 2;
+}
+
+/// Gradients of ⟨G, X⟩ for X = cholesky_solve(L, B) = (L·Lᵀ)⁻¹·B: dB = L⁻ᵀ·L⁻¹·G and
+/// dL = −tril((dB·Xᵀ + X·dBᵀ)·L).
+std::pair<MatD, MatD> cholesky_solve_gradients(const MatD& l, const MatD& x, const MatD& g) {
+  const MatD db = tri_solve<double>(MatD(l.transpose()), false, tri_solve<double>(l, true, g));
+  const MatD dl = project(-(db * x.transpose() + x * db.transpose()) * l, true);
+  return {dl, db};
+}
+
+/// Flattens a host matrix row-major (to compare with a tensor's to_vector()).
+std::vector<double> flat(const MatD& m) {
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) v.push_back(m(i, j));
+  return v;
+}
+
+/// ‖T‖∞·‖T⁻¹‖∞ of a triangular host matrix.
+double kappa_inf(const MatD& t, bool lower) {
+  return inf_norm<double>(t) * inf_norm<double>(tri_solve<double>(t, lower, identity<double>(t.rows())));
+}
+
+/// The relative Frobenius bound for a gradient computed by a chain of `stages` triangular solves,
+/// inverses and products at order n, each adding at most (n + 1)(u + u_d)·κ relative error
+/// (u_d = 2⁻⁵³ for the double reference): 2·stages·(n + 1)(u + u_d)·κ.
+double chain_bound(int stages, int64_t n, double u, double kappa) {
+  return 2.0 * stages * (static_cast<double>(n) + 1) * (u + unit_roundoff_of<double>()) * kappa;
+}
+
 // ---- fixtures ----------------------------------------------------------------------------------
 
 /// Tests of one device and one dtype.
@@ -335,6 +429,17 @@ class LinalgValues : public testing::TestWithParam<sgtest::DeviceDtype> {
 
 /// The backends' kernels, called directly.
 class LinalgKernels : public LinalgValues {};
+
+/// Tests of one device in float64 (gradients) or across dtypes (errors).
+class Linalg : public testing::TestWithParam<sg::Device> {
+ protected:
+  void SetUp() override { SG_SKIP_IF_UNAVAILABLE(GetParam()); }
+  sg::TensorOptions f64() const { return sg::TensorOptions().dtype(sg::kFloat64).device(GetParam()); }
+  sg::Tensor on_device(const sg::Tensor& t) const { return t.to(GetParam()); }
+};
+
+class LinalgGrad : public Linalg {};
+class LinalgErrors : public Linalg {};
 
 // ---- values against references -----------------------------------------------------------------
 
@@ -476,6 +581,85 @@ TEST_P(LinalgValues, CholeskyThenSolveRecoversTheSystem) {
   }
 }
 
+// The backward at orders where the CPU Cholesky has several blocks, against references at the
+// library's own forward outputs (so only the backward's rounding is measured). The backward of a
+// solve and of an inverse is checked stage by stage with componentwise bounds
+// (solve_backward_is_accurate, inverse_backward_is_accurate). The Cholesky-based gradients, whose
+// intermediate L⁻¹ is not visible, are compared with their closed forms in double within
+// chain_bound:
+//   cholesky: 5 stages (L⁻¹, Lᵀ·L̄, two products with L⁻¹, the symmetrization), κ₂(S) = κ₂(L)²;
+//   logdet:   3 stages (L⁻¹, L⁻ᵀ·L⁻¹, the upstream scale), κ₂(S);
+//   cholesky_solve: dB 2 solves, dL 6 stages (4 solves, 2 products), κ = κ∞(L)·κ∞(Lᵀ).
+TEST_P(LinalgValues, BackwardAgainstReferences) {
+  sg::manual_seed(107);
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{65}, int64_t{127}}) {
+    for (S s : {S::UpperTriangular, S::LowerTriangular}) {
+      const bool lower = s == S::LowerTriangular;
+      for (bool unit : {false, true})
+        for (bool left : {true, false}) {
+          const int64_t k = 4;
+          const std::string what = describe(s, left, unit, n, k);
+          sg::Tensor t0 = triangular_f64(s, n);
+          if (unit) t0 = with_diagonal_value(t0, 7.0);
+          sg::Tensor t = on_device(t0).requires_grad_();
+          sg::Tensor b = on_device(sg::randn(left ? sg::Shape{n, k} : sg::Shape{k, n}, sg::kFloat64)).requires_grad_();
+          const sg::Tensor g = on_device(sg::randn(b.shape(), sg::kFloat64));
+          const sg::Tensor x = sg::solve_triangular(t, b, left, unit);
+          x.backward(g);
+          ASSERT_TRUE(t.grad().defined() && b.grad().defined()) << what;
+          EXPECT_EQ(t.grad().structure(), s) << what;
+          EXPECT_EQ(b.grad().structure(), S::Dense) << what;
+          EXPECT_TRUE(holds_invariant(t.grad())) << what;
+          with_reference(n, [&](auto zero) {
+            using R = decltype(zero);
+            EXPECT_TRUE(solve_backward_is_accurate<R>(host<R>(t), lower, unit, left, host<R>(x), host<R>(g),
+                                                      host<R>(t.grad()), host<R>(b.grad()), u()))
+                << what;
+          });
+        }
+      sg::Tensor t = on_device(triangular_f64(s, n)).requires_grad_();
+      const sg::Tensor m = sg::inverse(t);
+      const sg::Tensor g = on_device(sg::randn({n, n}, sg::kFloat64));
+      m.backward(g);
+      EXPECT_EQ(t.grad().structure(), s);
+      with_reference(n, [&](auto zero) {
+        using R = decltype(zero);
+        EXPECT_TRUE(inverse_backward_is_accurate<R>(host<R>(m), lower, host<R>(g), host<R>(t.grad()), u()))
+            << "inverse " << sg::structure_name(s) << " n=" << n;
+      });
+    }
+    {
+      sg::Tensor s = on_device(spd_f64(n)).requires_grad_();
+      const sg::LowerTriangular l = sg::cholesky(s);
+      const sg::Tensor g = on_device(sg::randn({n, n}, sg::kFloat64));
+      l.backward(g);
+      const double kappa = spd_kappa<double>(host<double>(s));
+      EXPECT_EQ(s.grad().structure(), S::Symmetric);
+      EXPECT_TRUE(holds_invariant(s.grad())) << "n=" << n;
+      EXPECT_LE(rel_error(s.grad().to_vector(), flat(cholesky_gradient(host<double>(l), host<double>(g)))),
+                chain_bound(5, n, u(), kappa))
+          << "cholesky n=" << n;
+      s.zero_grad();
+      sg::logdet(s).backward();
+      const MatD l_inv = tri_solve<double>(host<double>(l), true, identity<double>(n));
+      EXPECT_LE(rel_error(s.grad().to_vector(), flat(l_inv.transpose() * l_inv)), chain_bound(3, n, u(), kappa))
+          << "logdet n=" << n;
+    }
+    {
+      sg::Tensor l = on_device(triangular_f64(S::LowerTriangular, n)).requires_grad_();
+      sg::Tensor b = on_device(sg::randn({n, 3}, sg::kFloat64)).requires_grad_();
+      const sg::Tensor g = on_device(sg::randn({n, 3}, sg::kFloat64));
+      const sg::Tensor x = sg::cholesky_solve(l, b);
+      x.backward(g);
+      const auto [dl, db] = cholesky_solve_gradients(host<double>(l), host<double>(x), host<double>(g));
+      const MatD ld = host<double>(l);
+      const double kappa = kappa_inf(ld, true) * kappa_inf(MatD(ld.transpose()), false);
+      EXPECT_LE(rel_error(l.grad().to_vector(), flat(dl)), chain_bound(6, n, u(), kappa)) << "cholesky_solve dL n=" << n;
+      EXPECT_LE(rel_error(b.grad().to_vector(), flat(db)), chain_bound(2, n, u(), kappa)) << "cholesky_solve dB n=" << n;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, LinalgValues, testing::ValuesIn(sgtest::test_devices_and_dtypes()),
                          sgtest::device_dtype_test_name);
 
@@ -593,5 +777,175 @@ TEST_P(LinalgKernels, SolveTriangularEveryLayout) {
 
 INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, LinalgKernels, testing::ValuesIn(sgtest::test_devices_and_dtypes()),
                          sgtest::device_dtype_test_name);
+
+// ---- gradients: structure-aware gradcheck in float64 ---------------------------------------------
+
+constexpr int64_t kGradSizes[] = {1, 3, 5};
+
+TEST_P(LinalgGrad, SolveTriangularGradcheck) {
+  sg::manual_seed(301);
+  for (int64_t n : kGradSizes)
+    for (S s : {S::UpperTriangular, S::LowerTriangular})
+      for (bool left : {true, false})
+        for (bool unit : {false, true}) {
+          const std::string what = describe(s, left, unit, n, 2);
+          sg::Tensor t = on_device(triangular_f64(s, n));
+          if (unit) t = with_diagonal_value(t, 7.0);
+          t.requires_grad_();
+          const sg::Tensor b = on_device(sg::randn(left ? sg::Shape{n, 2} : sg::Shape{2, n}, sg::kFloat64)).requires_grad_();
+          const sg::GradcheckResult r = sg::gradcheck(
+              [left, unit](const std::vector<sg::Tensor>& in) { return sg::solve_triangular(in[0], in[1], left, unit); },
+              {t, b});
+          EXPECT_TRUE(r.ok) << what << ": " << r.message;
+        }
+}
+
+TEST_P(LinalgGrad, CholeskyGradcheck) {
+  sg::manual_seed(302);
+  for (int64_t n : kGradSizes) {
+    // S = A·Aᵀ/n + I: its eigenvalues are ≥ 1, far from the finite differences' steps of 1e-6.
+    const sg::Tensor s = on_device(spd_f64(n)).requires_grad_();
+    const sg::GradcheckResult r =
+        sg::gradcheck([](const std::vector<sg::Tensor>& in) { return sg::Tensor(sg::cholesky(in[0])); }, {s});
+    EXPECT_TRUE(r.ok) << "cholesky n=" << n << ": " << r.message;
+    const sg::GradcheckResult ex =
+        sg::gradcheck([](const std::vector<sg::Tensor>& in) { return sg::Tensor(sg::cholesky_ex(in[0]).L); }, {s});
+    EXPECT_TRUE(ex.ok) << "cholesky_ex n=" << n << ": " << ex.message;
+  }
+}
+
+TEST_P(LinalgGrad, LogdetGradcheck) {
+  sg::manual_seed(303);
+  auto f = [](const std::vector<sg::Tensor>& in) { return sg::logdet(in[0]); };
+  for (int64_t n : kGradSizes) {
+    const sg::GradcheckResult sym = sg::gradcheck(f, {on_device(spd_f64(n)).requires_grad_()});
+    EXPECT_TRUE(sym.ok) << "Symmetric n=" << n << ": " << sym.message;
+    for (S s : {S::UpperTriangular, S::LowerTriangular}) {
+      // Diagonal entries of both signs: the gradient is 1/tᵢᵢ through |tᵢᵢ|.
+      const sg::GradcheckResult r = sg::gradcheck(f, {on_device(triangular_f64(s, n)).requires_grad_()});
+      EXPECT_TRUE(r.ok) << sg::structure_name(s) << " n=" << n << ": " << r.message;
+    }
+  }
+}
+
+TEST_P(LinalgGrad, CholeskySolveGradcheck) {
+  sg::manual_seed(304);
+  for (int64_t n : kGradSizes) {
+    const sg::Tensor l = on_device(triangular_f64(S::LowerTriangular, n)).requires_grad_();
+    const sg::Tensor b = on_device(sg::randn({n, 2}, sg::kFloat64)).requires_grad_();
+    const sg::GradcheckResult r =
+        sg::gradcheck([](const std::vector<sg::Tensor>& in) { return sg::cholesky_solve(in[0], in[1]); }, {l, b});
+    EXPECT_TRUE(r.ok) << "n=" << n << ": " << r.message;
+  }
+}
+
+TEST_P(LinalgGrad, InverseGradcheck) {
+  sg::manual_seed(305);
+  for (int64_t n : kGradSizes)
+    for (S s : {S::UpperTriangular, S::LowerTriangular}) {
+      const sg::GradcheckResult r = sg::gradcheck([](const std::vector<sg::Tensor>& in) { return sg::inverse(in[0]); },
+                                                  {on_device(triangular_f64(s, n)).requires_grad_()});
+      EXPECT_TRUE(r.ok) << sg::structure_name(s) << " n=" << n << ": " << r.message;
+    }
+  // The typed overloads keep the static type and record the same backward.
+  static_assert(std::is_same_v<decltype(sg::inverse(std::declval<const sg::UpperTriangular&>())), sg::UpperTriangular>);
+  static_assert(std::is_same_v<decltype(sg::inverse(std::declval<const sg::LowerTriangular&>())), sg::LowerTriangular>);
+  const sg::GradcheckResult up = sg::gradcheck(
+      [](const std::vector<sg::Tensor>& in) { return sg::Tensor(sg::inverse(sg::UpperTriangular(in[0]))); },
+      {on_device(triangular_f64(S::UpperTriangular, 4)).requires_grad_()});
+  EXPECT_TRUE(up.ok) << "inverse(UpperTriangular): " << up.message;
+  const sg::GradcheckResult low = sg::gradcheck(
+      [](const std::vector<sg::Tensor>& in) { return sg::Tensor(sg::inverse(sg::LowerTriangular(in[0]))); },
+      {on_device(triangular_f64(S::LowerTriangular, 4)).requires_grad_()});
+  EXPECT_TRUE(low.ok) << "inverse(LowerTriangular): " << low.message;
+}
+
+TEST_P(LinalgGrad, GradientsKeepTheInputsStructures) {
+  sg::manual_seed(306);
+  const int64_t n = 6;
+  // Triangular inputs: the gradient carries the tag and exact zeros in the other triangle; with a
+  // unit diagonal, exact zeros on the diagonal too.
+  for (S s : {S::UpperTriangular, S::LowerTriangular})
+    for (bool left : {true, false})
+      for (bool unit : {false, true}) {
+        const std::string what = describe(s, left, unit, n, 3);
+        sg::Tensor t = on_device(with_diagonal_value(triangular_f64(s, n), unit ? 7.0 : 2.0)).requires_grad_();
+        const sg::Tensor b = on_device(sg::randn(left ? sg::Shape{n, 3} : sg::Shape{3, n}, sg::kFloat64));
+        sg::sum(sg::solve_triangular(t, b, left, unit) * on_device(sg::randn(b.shape(), sg::kFloat64))).backward();
+        ASSERT_TRUE(t.grad().defined()) << what;
+        EXPECT_EQ(t.grad().structure(), s) << what;
+        EXPECT_TRUE(holds_invariant(t.grad())) << what;
+        const std::vector<double> d = sg::diagonal(t.grad().detach()).to_vector();
+        for (int64_t i = 0; i < n; ++i) {
+          if (unit) EXPECT_EQ(d[static_cast<size_t>(i)], 0.0) << what << " diagonal " << i;
+          else EXPECT_NE(d[static_cast<size_t>(i)], 0.0) << what << " diagonal " << i;
+        }
+      }
+  for (S s : {S::UpperTriangular, S::LowerTriangular}) {
+    sg::Tensor t = on_device(triangular_f64(s, n)).requires_grad_();
+    sg::sum(sg::square(sg::inverse(t))).backward();
+    EXPECT_EQ(t.grad().structure(), s);
+    EXPECT_TRUE(holds_invariant(t.grad())) << "inverse " << sg::structure_name(s);
+    t.zero_grad();
+    sg::logdet(t).backward();
+    EXPECT_EQ(t.grad().structure(), s);
+    EXPECT_TRUE(holds_invariant(t.grad())) << "logdet " << sg::structure_name(s);
+  }
+  sg::Tensor l = on_device(triangular_f64(S::LowerTriangular, n)).requires_grad_();
+  sg::sum(sg::cholesky_solve(l, on_device(sg::randn({n, 2}, sg::kFloat64)))).backward();
+  EXPECT_EQ(l.grad().structure(), S::LowerTriangular);
+  EXPECT_TRUE(holds_invariant(l.grad())) << "cholesky_solve";
+  // A Symmetric input: the gradient is Symmetric, its halves equal bit for bit.
+  const std::vector<std::pair<std::string, std::function<sg::Tensor(const sg::Tensor&)>>> of_s = {
+      {"cholesky", [](const sg::Tensor& x) { return sg::Tensor(sg::cholesky(x)); }},
+      {"cholesky_ex", [](const sg::Tensor& x) { return sg::Tensor(sg::cholesky_ex(x).L); }},
+      {"logdet", [](const sg::Tensor& x) { return sg::logdet(x); }},
+  };
+  for (const auto& [name, f] : of_s) {
+    sg::Tensor s = on_device(spd_f64(n)).requires_grad_();
+    const sg::Tensor y = f(s);
+    sg::sum(y * on_device(sg::randn(y.shape(), sg::kFloat64))).backward();
+    ASSERT_TRUE(s.grad().defined()) << name;
+    EXPECT_EQ(s.grad().structure(), S::Symmetric) << name;
+    EXPECT_TRUE(holds_invariant(s.grad())) << name;
+  }
+}
+
+TEST_P(LinalgGrad, LogdetGradientIsTheInverse) {
+  // d log det S / dS = S⁻¹, against Eigen's inverse of S in float64: within chain_bound of 5
+  // stages (the factorization, L⁻¹, L⁻ᵀ·L⁻¹, the upstream scale, and the reference's own inverse)
+  // with κ₂(S).
+  sg::manual_seed(307);
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{65}}) {
+    sg::Tensor s = on_device(spd_f64(n)).requires_grad_();
+    sg::logdet(s).backward();
+    const MatD sd = host<double>(s);
+    const MatD s_inv = sd.inverse();
+    const double bound = chain_bound(5, n, unit_roundoff(sg::kFloat64), spd_kappa<double>(sd));
+    EXPECT_EQ(s.grad().structure(), S::Symmetric);
+    EXPECT_LE(rel_error(s.grad().to_vector(), flat(s_inv)), bound) << "n=" << n;
+    // An upstream gradient scales it.
+    s.zero_grad();
+    (sg::logdet(s) * 3.0).backward();
+    EXPECT_LE(rel_error(s.grad().to_vector(), flat(3.0 * s_inv)), bound) << "n=" << n << " upstream 3";
+  }
+}
+
+TEST_P(LinalgGrad, CholeskyBackwardMatchesTheClosedFormOnASmallCase) {
+  // S = [[4, 2], [2, 5]] has L = [[2, 0], [1, 2]]: l₁₁ = √s₁₁, l₂₁ = s₂₁/√s₁₁,
+  // l₂₂ = √(s₂₂ − s₂₁²/s₁₁). For f = sum(L), by hand: ∂f/∂s₁₁ = 1/4 − 1/8 + 1/16 = 3/16,
+  // ∂f/∂s₂₂ = 1/4, and along the symmetric direction e₂₁ + e₁₂, ∂f/∂s₂₁ = 1/2 − 1/4 = 1/4, which
+  // the Symmetric gradient splits over its two off-diagonal entries: 1/8 each. Every value is a
+  // short dyadic fraction, so the float64 backward is compared to within a few ulps.
+  sg::Tensor s = sg::as_symmetric(sg::from_vector(std::vector<double>{4, 2, 2, 5}, {2, 2}, f64()));
+  s.requires_grad_();
+  sg::sum(sg::cholesky(s)).backward();
+  EXPECT_TRUE(sgtest::all_close(s.grad().to_vector(), {0.1875, 0.125, 0.125, 0.25}, 1e-15, 1e-15));
+  // The closed form used by the backward tests gives the same.
+  const MatD expected = cholesky_gradient((MatD(2, 2) << 2, 0, 1, 2).finished(), MatD::Ones(2, 2));
+  EXPECT_TRUE(sgtest::all_close(flat(expected), {0.1875, 0.125, 0.125, 0.25}, 1e-15, 1e-15));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, LinalgGrad, testing::ValuesIn(sgtest::test_devices()), sgtest::device_test_name);
 
 }  // namespace
