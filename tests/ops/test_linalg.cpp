@@ -375,6 +375,24 @@ std::string describe(S s, bool left, bool unit, int64_t n, int64_t k) {
 /// The projection onto a triangle (zeros elsewhere).
 MatD project(const MatD& m, bool lower) { return read_triangle<double>(m, lower, false); }
 
+/// Gradients of ⟨G, X⟩ for X = solve_triangular(T, B, left, unit): with A = the triangle read,
+/// dB = A⁻ᵀ·G (left) or G·A⁻ᵀ (right), dT = proj(−dB·Xᵀ) (left) or proj(−Xᵀ·dB) (right), and no
+/// gradient on a unit diagonal.
+std::pair<MatD, MatD> solve_gradients(const MatD& t, bool lower, bool unit, bool left, const MatD& x, const MatD& g) {
+  const MatD a = read_triangle<double>(t, lower, unit);
+  const MatD at = a.transpose();
+  MatD db, dt;
+  if (left) {
+    db = tri_solve<double>(at, !lower, g);
+    dt = project(-db * x.transpose(), lower);
+  } else {
+    db = tri_solve<double>(a, lower, MatD(g.transpose())).transpose();
+    dt = project(-x.transpose() * db, lower);
+  }
+  if (unit) dt.diagonal().setZero();
+  return {dt, db};
+}
+
 /// Gradient of ⟨G, L⟩ for L = cholesky(S): with L̄ = tril(G) and Φ = the lower triangle with the
 /// diagonal halved, dS = sym(L⁻ᵀ·Φ(Lᵀ·L̄)·L⁻¹), sym(X) = (X + Xᵀ)/2.
 MatD cholesky_gradient(const MatD& l, const MatD& g) {
@@ -413,6 +431,18 @@ double kappa_inf(const MatD& t, bool lower) {
 double chain_bound(int stages, int64_t n, double u, double kappa) {
   return 2.0 * stages * (static_cast<double>(n) + 1) * (u + unit_roundoff_of<double>()) * kappa;
 }
+
+/// Restores the float32 product precision when it goes out of scope.
+class PrecisionGuard {
+ public:
+  explicit PrecisionGuard(sg::Precision p) : saved_(sg::matmul_precision()) { sg::set_matmul_precision(p); }
+  ~PrecisionGuard() { sg::set_matmul_precision(saved_); }
+  PrecisionGuard(const PrecisionGuard&) = delete;
+  PrecisionGuard& operator=(const PrecisionGuard&) = delete;
+
+ private:
+  sg::Precision saved_;
+};
 
 // ---- fixtures ----------------------------------------------------------------------------------
 
@@ -1195,5 +1225,63 @@ TEST_P(LinalgErrors, FailedCallsLeaveTheirInputsUnchanged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LinalgErrors, testing::ValuesIn(sgtest::test_devices()), sgtest::device_test_name);
+
+// ---- CUDA: float32 against float64 at n = 1000, and the backward under TF32 -----------------------
+
+/// float32 solve_triangular (left, Lower, k columns) and cholesky on CUDA at order n, forward and
+/// backward, against references in double at the same inputs and at the library's own forward
+/// outputs: the solve and its backward by the componentwise checks above (no κ in their bounds),
+/// the factor by cholesky_is_accurate, and S's gradient against the closed form within
+/// chain_bound(5, n, u, κ₂(S)) as in BackwardAgainstReferences. Under TF32 the relative Frobenius errors of X, dT, dB
+/// and dS must also stay under 1e-4; the forward factor, which may use TF32 products, is then not
+/// checked.
+void check_float32_on_cuda(int64_t n, int64_t k, bool under_tf32) {
+  const double u = unit_roundoff(sg::kFloat32);
+  sg::Tensor t = as(triangular_f64(S::LowerTriangular, n), sg::kFloat32, sg::kCUDA).requires_grad_();
+  sg::Tensor b = as(sg::randn({n, k}, sg::kFloat64), sg::kFloat32, sg::kCUDA).requires_grad_();
+  const sg::Tensor g = as(sg::randn({n, k}, sg::kFloat64), sg::kFloat32, sg::kCUDA);
+  const sg::Tensor x = sg::solve_triangular(t, b);
+  x.backward(g);
+  const MatD td = host<double>(t), xd = host<double>(x), bd = host<double>(b), gd = host<double>(g);
+  const MatD dtd = host<double>(t.grad()), dbd = host<double>(b.grad());
+  EXPECT_TRUE(solve_is_accurate<double>(td, true, xd, bd, u)) << "solve X, n=" << n;
+  EXPECT_TRUE(solve_backward_is_accurate<double>(td, true, false, true, xd, gd, dtd, dbd, u)) << "solve, n=" << n;
+
+  sg::Tensor s = as(spd_f64(n), sg::kFloat32, sg::kCUDA).requires_grad_();
+  const sg::Tensor gl = as(sg::randn({n, n}, sg::kFloat64), sg::kFloat32, sg::kCUDA);
+  const sg::LowerTriangular l = sg::cholesky(s);
+  l.backward(gl);
+  const MatD sd = host<double>(s), ld = host<double>(l);
+  if (!under_tf32) {
+    EXPECT_TRUE(cholesky_is_accurate<double>(sd, ld, u)) << "cholesky L, n=" << n;
+  }
+  const double ds_error = rel_error(s.grad().to_vector(), flat(cholesky_gradient(ld, host<double>(gl))));
+  EXPECT_LE(ds_error, chain_bound(5, n, u, spd_kappa<double>(sd))) << "cholesky dS, n=" << n;
+
+  if (under_tf32) {
+    const auto [dt, db] = solve_gradients(td, true, false, true, xd, gd);
+    EXPECT_LE(rel_error(flat(xd), flat(tri_solve<double>(td, true, bd))), 1e-4) << "solve X";
+    EXPECT_LE(rel_error(flat(dtd), flat(dt)), 1e-4) << "solve dT";
+    EXPECT_LE(rel_error(flat(dbd), flat(db)), 1e-4) << "solve dB";
+    EXPECT_LE(ds_error, 1e-4) << "cholesky dS";
+  }
+}
+
+TEST(LinalgCuda, Float32AgainstFloat64AtN1000) {
+  SG_SKIP_IF_UNAVAILABLE(sg::kCUDA);
+  sg::manual_seed(601);
+  check_float32_on_cuda(1000, 8, false);
+}
+
+TEST(LinalgCuda, BackwardStaysExactUnderTF32) {
+  // With float32 products in TF32 (u = 2⁻¹¹, relative errors near 1e-3), the backward of a solve
+  // and of a Cholesky factorization still runs in exact float32: at n = 256 with κ₂ of a few units
+  // its relative errors stay near 1e-6, well under 1e-4, and the stagewise checks hold with
+  // float32's u. The forward solve is exact by the backend's contract too.
+  SG_SKIP_IF_UNAVAILABLE(sg::kCUDA);
+  const PrecisionGuard tf32(sg::Precision::TF32);
+  sg::manual_seed(602);
+  check_float32_on_cuda(256, 16, true);
+}
 
 }  // namespace
