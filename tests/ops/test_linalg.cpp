@@ -966,7 +966,7 @@ TEST_P(LinalgGrad, CholeskyBackwardMatchesTheClosedFormOnASmallCase) {
   // l₂₂ = √(s₂₂ − s₂₁²/s₁₁). For f = sum(L), by hand: ∂f/∂s₁₁ = 1/4 − 1/8 + 1/16 = 3/16,
   // ∂f/∂s₂₂ = 1/4, and along the symmetric direction e₂₁ + e₁₂, ∂f/∂s₂₁ = 1/2 − 1/4 = 1/4, which
   // the Symmetric gradient splits over its two off-diagonal entries: 1/8 each. Every value is a
-  // short dyadic fraction, so the float64 backward is compared to within a few ulps.
+  // short dyadic fraction; the float64 backward must match it to within 1e-15.
   sg::Tensor s = sg::as_symmetric(sg::from_vector(std::vector<double>{4, 2, 2, 5}, {2, 2}, f64()));
   s.requires_grad_();
   sg::sum(sg::cholesky(s)).backward();
