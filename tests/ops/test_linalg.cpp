@@ -1121,11 +1121,9 @@ TEST_P(LinalgErrors, CholeskyAndLogdet) {
                  "with sg::sym, sg::as_symmetric, sg::triu or sg::tril)");
   // Not positive definite: the message names the op and the failing pivot, the third here.
   expect_message(dev, [](sg::Device d) { sg::cholesky(indefinite_at_3(d)); },
-                 "cholesky: the matrix is not positive definite: pivot 3 of 4 is not positive (the leading minor of "
-                 "order 3 is not positive definite)");
+                 "cholesky: the matrix is not positive definite: pivot 3 of 4 is not positive");
   expect_message(dev, [](sg::Device d) { sg::logdet(indefinite_at_3(d)); },
-                 "logdet: the matrix is not positive definite: pivot 3 of 4 is not positive (the leading minor of "
-                 "order 3 is not positive definite)");
+                 "logdet: the matrix is not positive definite: pivot 3 of 4 is not positive");
   // cholesky_ex never throws for it and returns that pivot.
   sg::CholeskyResult r;
   EXPECT_NO_THROW(r = sg::cholesky_ex(indefinite_at_3(dev)));
@@ -1139,11 +1137,9 @@ TEST_P(LinalgErrors, CholeskyAndLogdet) {
     return sg::as_symmetric(sg::from_vector(v, {4, 4}, f64_on(d)));
   };
   expect_message(dev, [&](sg::Device d) { sg::cholesky(with_nan(d, 1, 1)); },
-                 "cholesky: the matrix is not positive definite: pivot 2 of 4 is not positive (the leading minor of "
-                 "order 2 is not positive definite)");
+                 "cholesky: the matrix is not positive definite: pivot 2 of 4 is not positive");
   expect_message(dev, [&](sg::Device d) { sg::cholesky(with_nan(d, 2, 0)); },
-                 "cholesky: the matrix is not positive definite: pivot 3 of 4 is not positive (the leading minor of "
-                 "order 3 is not positive definite)");
+                 "cholesky: the matrix is not positive definite: pivot 3 of 4 is not positive");
   EXPECT_EQ(sg::cholesky_ex(with_nan(dev, 1, 1)).info.item(), 2.0);
   EXPECT_EQ(sg::cholesky_ex(with_nan(dev, 2, 0)).info.item(), 3.0);
 }
