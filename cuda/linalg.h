@@ -18,9 +18,8 @@ struct LinalgOptions {
   int64_t split_update_from = 1024;
   /// Products whose every extent (m, n and k) is at most this run on the small-tile kernel of
   /// cuda/linalg.cu rather than the GEMM: the recursions' lowest levels, which a handful of 128-tiles
-  /// would leave on a few SMs. 0: every product on the GEMM. On an H100 the float32 Cholesky at 4096
-  /// took 4.64 ms with 128, 4.87 with 256 and 5.08 with 0; in float64 the GEMM alone was fastest
-  /// (4.63 ms against 5.06 with 128).
+  /// would leave on a few SMs. 0: every product on the GEMM. The defaults are the fastest settings
+  /// of `bench_linalg_cuda --variants 1`.
   int64_t own_products_up_to_f32 = 128;
   int64_t own_products_up_to_f64 = 0;
   /// Triangular operands whose zeros are stored go to the GEMM as Dense (cuBLAS) instead of the
