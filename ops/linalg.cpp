@@ -44,16 +44,20 @@ void check_triangular(const char* op, const char* what, const Tensor& t) {
            t.structure(), " tensor");
 }
 
-/// Checks that the triangular t has no exact zero on its diagonal (reads n values back).
-void check_nonzero_diagonal(const char* op, const char* what, const Tensor& t) {
-  const int64_t n = t.size(0);
-  if (n == 0) return;
-  Tensor d = detail::empty_on(t, {n});
-  detail::backend_of(t).diagonal(t, d);
+/// A copy of the triangular t's diagonal for check_nonzero_diagonal. Taken before a solve and checked
+/// after it is queued, a device's check waits on the solve rather than stalling the queue before it.
+Tensor diagonal_copy(const Tensor& t) {
+  Tensor d = detail::empty_on(t, {t.size(0)});
+  if (d.numel() > 0) detail::backend_of(t).diagonal(t, d);
+  return d;
+}
+
+/// Checks that the diagonal d (diagonal_copy) of the triangular `what` holds no exact zero (reads it back).
+void check_nonzero_diagonal(const char* op, const char* what, const Tensor& d) {
   const std::vector<double> values = d.to_vector_as<double>();
-  for (int64_t i = 0; i < n; ++i)
-    SG_CHECK(values[static_cast<size_t>(i)] != 0.0, op, ": ", what, " has an exact zero on its diagonal at (", i,
-             ", ", i, "); a triangular matrix with a zero pivot is singular");
+  for (size_t i = 0; i < values.size(); ++i)
+    SG_CHECK(values[i] != 0.0, op, ": ", what, " has an exact zero on its diagonal at (", i, ", ", i,
+             "); a triangular matrix with a zero pivot is singular");
 }
 
 /// Checks the right-hand side of a solve against op(T) [n, n]: a matrix of T's dtype and device
@@ -87,9 +91,13 @@ Tensor without_diagonal(const Tensor& d) {
   return out;
 }
 
-/// The differentiable solve with op(T) = Tᵀ when `trans` (cholesky_solve's second solve).
-Tensor solve(const char* op, const Tensor& t, bool trans, const Tensor& b, bool left, bool unit_diagonal) {
+/// The differentiable solve with op(T) = Tᵀ when `trans` (cholesky_solve's second solve). With
+/// `checked_as`, T's diagonal is checked for zeros (an error calls T so) before anything is recorded.
+Tensor solve(const char* op, const Tensor& t, bool trans, const Tensor& b, bool left, bool unit_diagonal,
+             const char* checked_as = nullptr) {
+  const Tensor diagonal = checked_as ? diagonal_copy(t) : Tensor();
   Tensor x = solve_raw(t, trans, b, left, unit_diagonal);
+  if (checked_as) check_nonzero_diagonal(op, checked_as, diagonal);
   if (!autograd::needs_record({t, b})) return x;
   const Structure st = t.structure();
   autograd::record(op, {t, b}, {x}, {t, x}, [trans, left, unit_diagonal, st](autograd::BackwardContext& ctx) {
@@ -168,8 +176,7 @@ Tensor solve_triangular(const Tensor& t, const Tensor& b, bool left, bool unit_d
   constexpr const char* op = "solve_triangular";
   check_triangular(op, "T", t);
   check_rhs(op, t, b, left);
-  if (!unit_diagonal) check_nonzero_diagonal(op, "T", t);
-  return solve(op, t, false, b, left, unit_diagonal);
+  return solve(op, t, false, b, left, unit_diagonal, unit_diagonal ? nullptr : "T");
 }
 
 LowerTriangular cholesky(const Tensor& s) {
@@ -225,18 +232,18 @@ Tensor cholesky_solve(const Tensor& l, const Tensor& b) {
   SG_CHECK(l.structure() == Structure::LowerTriangular, op,
            ": expected L to be the LowerTriangular Cholesky factor (sg::cholesky), got a ", l.structure(), " tensor");
   check_rhs(op, l, b, true);
-  check_nonzero_diagonal(op, "L", l);
   // S⁻¹·B = L⁻ᵀ·(L⁻¹·B): two solves, the second reading L transposed.
-  return solve(op, l, true, solve(op, l, false, b, true, false), true, false);
+  return solve(op, l, true, solve(op, l, false, b, true, false, "L"), true, false);
 }
 
 Tensor inverse(const Tensor& t) {
   constexpr const char* op = "inverse";
   check_triangular(op, "T", t);
-  check_nonzero_diagonal(op, "T", t);
+  const Tensor diagonal = diagonal_copy(t);
   const Structure st = t.structure();
   Tensor m = detail::empty_like(t, st);
   if (m.numel() > 0) detail::backend_of(t).triangular_inverse(t, kind_of(st, false), false, m);
+  check_nonzero_diagonal(op, "T", diagonal);
   if (autograd::needs_record({t})) {
     autograd::record(op, {t}, {m}, {m}, [st](autograd::BackwardContext& ctx) {
       const Tensor& g = ctx.grad_outputs[0];
