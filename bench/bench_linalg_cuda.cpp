@@ -350,6 +350,12 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     variant("cholesky, own products up to 128", own(128), backend_cholesky, {});
     variant("cholesky, own products up to 256", own(256), backend_cholesky, {});
     variant("cholesky, own products up to 512", own(512), backend_cholesky, {});
+    const cu::LinalgOptions defaults;
+    const int64_t leaf = dtype == sg::kFloat32 ? defaults.cholesky_leaf_f32 : defaults.cholesky_leaf_f64;
+    variant("cholesky, leaves of " + std::to_string(192 - leaf), [](cu::LinalgOptions& v) {
+      v.cholesky_leaf_f32 = 192 - v.cholesky_leaf_f32;
+      v.cholesky_leaf_f64 = 192 - v.cholesky_leaf_f64;
+    }, backend_cholesky, {});
     variant("cholesky, no split update", [](cu::LinalgOptions& v) { v.split_update_from = int64_t{1} << 40; },
             backend_cholesky, {});
     variant("cholesky, dense triangles flipped", flip_dense, backend_cholesky, {});

@@ -179,13 +179,11 @@ __device__ void invert_lower_tile(T* tile, const T* rdiag, int m) {
 }
 
 /// Writes the inverse held in an inverted tile (invert_lower_tile) through `out`: X(i, j) for j ≤ i < m,
-/// exact zeros above the diagonal. Consecutive threads walk j.
+/// exact zeros above the diagonal. A warp per row, its lanes walking j.
 template <typename T, int NB>
 __device__ void store_inverse(const T* tile, int m, View<T> out) {
-  for (int e = threadIdx.x; e < m * m; e += kBlockThreads) {
-    const int i = e / m, j = e - i * m;
-    out(i, j) = j <= i ? tile[j * (NB + 1) + i] : T(0);
-  }
+  for (int i = threadIdx.x / kWarp; i < m; i += kBlockThreads / kWarp)
+    for (int j = threadIdx.x % kWarp; j < m; j += kWarp) out(i, j) = j <= i ? tile[j * (NB + 1) + i] : T(0);
 }
 
 /// The lower view of diagonal block p (first row p0, order m) of op(T) for T [n, n]: op(T) = Tᵀ with
@@ -233,7 +231,11 @@ __device__ int factor_diagonal_block(T* tile, T* rdiag, int c0) {
 #pragma unroll
   for (int p = 0; p < kWarp; ++p) {
     if (!(pivot > T(0)) && failed < 0) failed = p;
-    const T s = sqrt(pivot), r = T(1) / s;
+    // 1/√pivot in one step (rsqrt is within 2 ulp), the pivot's root as its product with it.
+    T r;
+    if constexpr (sizeof(T) == 4) r = rsqrtf(pivot);
+    else r = rsqrt(pivot);
+    const T s = pivot * r;
     const T l = lane == p ? s : a[p] * r;
     a[p] = l;
     if (lane == p) rdiag[c0 + p] = r;
@@ -332,11 +334,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
     __syncthreads();
   }
-  // L first: the inverse takes its diagonal's slots.
-  for (int e = tid; e < m * m; e += kBlockThreads) {
-    const int i = e / m, j = e - i * m;
-    l[i * ldl + j] = j <= i ? tile[i * LD + j] : T(0);
-  }
+  // L first: the inverse takes its diagonal's slots. A warp per row.
+  for (int i = tid / kWarp; i < m; i += kBlockThreads / kWarp)
+    for (int j = tid % kWarp; j < m; j += kWarp) l[i * ldl + j] = j <= i ? tile[i * LD + j] : T(0);
   __syncthreads();
   invert_lower_tile<T, NB>(tile, rdiag, m);
   store_inverse<T, NB>(tile, m, View<T>{w, ldw, 1});
@@ -714,10 +714,10 @@ constexpr int few_columns_block() {
   return sizeof(T) == 4 ? 128 : 64;
 }
 
-/// The split point of [lo, hi): half of its leaves (rounded up) on the first side.
-int64_t split(int64_t lo, int64_t hi) {
-  const int64_t blocks = (hi - lo + kLeaf - 1) / kLeaf;
-  return lo + kLeaf * ((blocks + 1) / 2);
+/// The split point of [lo, hi): half of its leaves of order `leaf` (rounded up) on the first side.
+int64_t split(int64_t lo, int64_t hi, int64_t leaf = kLeaf) {
+  const int64_t blocks = (hi - lo + leaf - 1) / leaf;
+  return lo + leaf * ((blocks + 1) / 2);
 }
 
 /// An operand of one product: its storage, row stride and descriptor.
@@ -941,6 +941,7 @@ struct BlockedCholesky {
   void* w;
   void* panel;  // scratch for L21·W11
   int64_t n;
+  int64_t leaf_order;  // the diagonal blocks the recursion stops at: kLeaf or kLeaf / 2
   unsigned long long* info;
   bool zeros_in_w;  // w was zeroed first (then its triangles may go to the GEMM as Dense)
 
@@ -956,18 +957,25 @@ struct BlockedCholesky {
   }
 };
 
-template <typename T>
-void BlockedCholesky::leaf(int64_t lo, int64_t m) const {
-  constexpr int NB = static_cast<int>(kLeaf);
+template <typename T, int NB>
+void launch_cholesky_block(const BlockedCholesky& chol, int64_t lo, int64_t m) {
+  const Context& cx = chol.cx;
+  const int64_t n = chol.n;
   const auto kernel = cholesky_block_kernel<T, NB>;
   const size_t bytes = tile_bytes<T, NB>();
   static std::atomic<uint64_t> shared_set{0};
   allow_shared(kernel, bytes, cx.device, shared_set);
   const int64_t at = lo * n + lo;
-  kernel<<<1, kBlockThreads, bytes, stream(cx.device)>>>(cx.at(static_cast<const T*>(work), at), n,
-                                                         cx.at(static_cast<T*>(out), at), n, static_cast<int>(m),
-                                                         cx.at(static_cast<T*>(w), at), n, info, lo);
+  kernel<<<1, kBlockThreads, bytes, stream(cx.device)>>>(
+      cx.at(static_cast<const T*>(chol.work), at), n, cx.at(static_cast<T*>(chol.out), at), n,
+      static_cast<int>(m), cx.at(static_cast<T*>(chol.w), at), n, chol.info, lo);
   SG_CUDA_CHECK_LAUNCH("cholesky_block_kernel");
+}
+
+template <typename T>
+void BlockedCholesky::leaf(int64_t lo, int64_t m) const {
+  if (m <= kLeaf / 2) launch_cholesky_block<T, static_cast<int>(kLeaf / 2)>(*this, lo, m);
+  else launch_cholesky_block<T, static_cast<int>(kLeaf)>(*this, lo, m);
 }
 
 /// work[r0…r0+size, r0…] −= P·Pᵀ on the lower triangle, for the rows r0… of the panel P = L21
@@ -988,12 +996,12 @@ void BlockedCholesky::update(int64_t r0, int64_t size, int64_t lo, int64_t k) co
 }
 
 void BlockedCholesky::run(int64_t lo, int64_t hi, bool wants_inverse) const {
-  if (hi - lo <= kLeaf) {
+  if (hi - lo <= leaf_order) {
     if (cx.dtype == DType::Float32) leaf<float>(lo, hi - lo);
     else leaf<double>(lo, hi - lo);
     return;
   }
-  const int64_t mid = split(lo, hi), n1 = mid - lo, n2 = hi - mid;
+  const int64_t mid = split(lo, hi, leaf_order), n1 = mid - lo, n2 = hi - mid;
   run(lo, mid, true);
   // L21 = A21·W11ᵀ.
   void* l21 = cx.at(out, mid * n + lo);
@@ -1010,9 +1018,9 @@ void BlockedCholesky::run(int64_t lo, int64_t hi, bool wants_inverse) const {
   }
 }
 
-/// The order of the largest first half in the recursions over [0, n): every product's scratch fits
-/// in its square.
-int64_t largest_half(int64_t n) { return n <= kLeaf ? n : split(0, n); }
+/// The order of the largest first half in the recursions over [0, n) with leaves of order `leaf`:
+/// every product's scratch fits in its square.
+int64_t largest_half(int64_t n, int64_t leaf = kLeaf) { return n <= leaf ? n : split(0, n, leaf); }
 
 }  // namespace
 
@@ -1077,23 +1085,27 @@ void CudaBackend::cholesky(const Tensor& a, Tensor& out, Tensor& info) {
     const Device here(DeviceType::CUDA, device_);
     if (n <= kLeaf) {  // one leaf, straight from A
       Storage w(static_cast<size_t>(n * n) * sizeof(T), here);
-      const BlockedCholesky leaf{cx, a.data_ptr(), out.data_ptr(), w.data, nullptr, n, info_word, false};
+      const BlockedCholesky leaf{cx, a.data_ptr(), out.data_ptr(), w.data, nullptr, n, kLeaf, info_word, false};
       leaf.run(0, n, false);
       return;
     }
     // The trailing updates go to a working copy of A's lower triangle.
     Storage work(static_cast<size_t>(n * n) * sizeof(T), here);
     launch_for_each("cholesky", device_, n * n, CopyLowerMap<T>{data_of<T>(a), static_cast<T*>(work.data), n});
-    const int64_t half = largest_half(n);
+    const int64_t leaf_order = sizeof(T) == 4 ? options.cholesky_leaf_f32 : options.cholesky_leaf_f64;
+    SG_CHECK(leaf_order == kLeaf || leaf_order == kLeaf / 2, "cuda cholesky: LinalgOptions::cholesky_leaf_",
+             sizeof(T) == 4 ? "f32" : "f64", " must be ", kLeaf / 2, " or ", kLeaf, ", got ", leaf_order);
+    const int64_t half = largest_half(n, leaf_order);
     Storage w(static_cast<size_t>(n * n) * sizeof(T), here);
     Storage panel(static_cast<size_t>(half * half) * sizeof(T), here);
     // Dense reads of W's triangles need its zeros: the leaves write their blocks', the rest is cleared.
     const bool zeros_in_w = cx.dense_triangles();
     if (zeros_in_w) SG_CUDA_CHECK(cudaMemsetAsync(w.data, 0, w.nbytes, s));
-    const BlockedCholesky chol{cx, work.data, out.data_ptr(), w.data, panel.data, n, info_word, zeros_in_w};
+    const BlockedCholesky chol{cx, work.data, out.data_ptr(), w.data, panel.data, n, leaf_order, info_word,
+                               zeros_in_w};
     chol.run(0, n, false);
     // Above the diagonal blocks (which the leaves write whole), exact zeros.
-    launch_for_each("cholesky", device_, n * n, ZeroOffBlocksMap<T>{data_of<T>(out), n, kLeaf, true});
+    launch_for_each("cholesky", device_, n * n, ZeroOffBlocksMap<T>{data_of<T>(out), n, leaf_order, true});
   });
 }
 

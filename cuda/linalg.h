@@ -16,6 +16,9 @@ struct LinalgOptions {
   /// The Cholesky's trailing updates (A22 −= L21·L21ᵀ) of at least this order are cut into two
   /// diagonal halves and one off-diagonal product, which skips the upper quarter's flops.
   int64_t split_update_from = 1024;
+  /// The order of the Cholesky's diagonal blocks, each factored and inverted by one CTA: 64 or 128.
+  int64_t cholesky_leaf_f32 = 64;
+  int64_t cholesky_leaf_f64 = 128;
   /// Products whose every extent (m, n and k) is at most this run on the small-tile kernel of
   /// cuda/linalg.cu rather than the GEMM: the recursions' lowest levels, which a handful of 128-tiles
   /// would leave on a few SMs. 0: every product on the GEMM. The defaults are the fastest settings

@@ -122,6 +122,19 @@ const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>
        }}};
   return all;
 }
+
+/// settings() and the Cholesky's other order of leaves (64 or 128, whichever is not the default).
+const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>>& cholesky_settings() {
+  static const auto all = [] {
+    auto list = settings();
+    list.emplace_back(" (other leaf order)", [](cu::LinalgOptions& o) {
+      o.cholesky_leaf_f32 = 192 - o.cholesky_leaf_f32;
+      o.cholesky_leaf_f64 = 192 - o.cholesky_leaf_f64;
+    });
+    return list;
+  }();
+  return all;
+}
 #endif
 
 class LinalgCuda : public ::testing::TestWithParam<sg::DType> {};
@@ -193,7 +206,7 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
     sg::Tensor l = sg::Tensor::empty({n, n}, on(kCuda0, dtype));
     sg::Tensor info = sg::Tensor::empty({}, on(kCuda0, sg::kInt64));
     const std::vector<double> lv_ref = l_ref.to_vector_as<double>();
-    for (const auto& [setting, edit] : settings()) {
+    for (const auto& [setting, edit] : cholesky_settings()) {
       cu::LinalgOptionsGuard guard(edit);
       gpu.cholesky(a, l, info);
       EXPECT_EQ(info.item(), 0.0) << "n=" << n << setting;
@@ -205,7 +218,8 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
         for (int64_t j = i + 1; j < n; ++j)
           ASSERT_EQ(lv[static_cast<size_t>(i * n + j)], 0.0) << "L(" << i << ", " << j << ") n=" << n << setting;
     }
-    // Pivots that are not positive: a negative one and a NaN, early, in the middle and last.
+    // Pivots that are not positive: a negative one and a NaN, early, in the middle and last, with
+    // either order of leaves.
     for (const int64_t p : {int64_t{0}, n / 2, n - 1}) {
       for (const double bad : {-1.0, kNaN}) {
         std::vector<double> bv = av;
@@ -213,8 +227,12 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
         sg::Tensor b_ref = sg::from_vector(bv, {n, n}, on(sg::kCPU, sg::kFloat64));
         cpu.cholesky(b_ref, l_ref, info_ref);
         const sg::Tensor b = sg::from_vector(bv, {n, n}, on(kCuda0, dtype));
-        gpu.cholesky(b, l, info);
-        EXPECT_EQ(info.item(), info_ref.item()) << "n=" << n << " bad pivot " << bad << " at " << p;
+        for (const int64_t leaf : {int64_t{64}, int64_t{128}}) {
+          cu::LinalgOptionsGuard guard([leaf](cu::LinalgOptions& o) { o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf; });
+          gpu.cholesky(b, l, info);
+          EXPECT_EQ(info.item(), info_ref.item()) << "n=" << n << " bad pivot " << bad << " at " << p << " leaf "
+                                                  << leaf;
+        }
       }
     }
   }
