@@ -34,7 +34,7 @@ LinalgOptions current_options;
 
 constexpr int kWarp = 32;
 constexpr int kBlockThreads = 256;  // threads of every kernel here but the element maps
-constexpr int64_t kLeaf = 128;      // the diagonal blocks the recursions stop at (nb)
+constexpr int64_t kLeaf = 128;      // the diagonal blocks the recursions stop at (nb; the Cholesky may stop at half)
 
 /// A strided view of a matrix: element (i, j) at data[i·row + j·col] (steps may be negative).
 template <typename T>
