@@ -1,6 +1,6 @@
 // docs/api.md, "Comparisons and selection": masks, where, clamp, maximum / minimum, max / argmax
-// along a dimension, and logsumexp, with the gradients they pass. Built and run by CTest; the
-// guide shows it verbatim.
+// along a dimension, and logsumexp, with the gradients they pass. Built and run by CTest; the guide
+// shows the body of main() before its checks.
 #include <structgrad/structgrad.h>
 
 #include <cmath>
@@ -23,11 +23,8 @@ int main() {
   nll.backward();                                             // rows of the gradient sum to zero
   const std::vector<double> g = logits.grad().to_vector();
 
-  SG_CHECK(predicted.to_vector_as<int64_t>() == std::vector<int64_t>({0, 2}), "argmax");
-  SG_CHECK(accuracy.item() == 0.5 && accuracy.dtype() == sg::kFloat32, "accuracy");
-  SG_CHECK(best.to_vector() == std::vector<double>({2.0, 3.0}) && position.dtype() == sg::kInt64, "max");
-  SG_CHECK(positive.dtype() == sg::kFloat64 && sg::sum(positive).item() == 2.0, "mask");
+  SG_CHECK(predicted.to_vector_as<int64_t>() == std::vector<int64_t>({0, 2}) && position.dtype() == sg::kInt64, "argmax");
+  SG_CHECK(accuracy.item() == 0.5 && accuracy.dtype() == sg::kFloat32 && best.to_vector()[1] == 3.0, "accuracy, max");
   SG_CHECK(std::abs(leaky.to_vector()[1] - 0.1) < 1e-12 && limited.to_vector()[5] == 2.5, "where, clamp");
-  SG_CHECK(at_least.to_vector()[2] == 0.5 && at_least.to_vector()[3] == 0.5, "maximum");
-  SG_CHECK(std::abs(g[0] + g[1] + g[2]) < 1e-12 && g[0] < 0.0, "softmax gradient");
+  SG_CHECK(at_least.to_vector()[2] == 0.5 && std::abs(g[0] + g[1] + g[2]) < 1e-12 && g[0] < 0.0, "maximum, softmax");
 }

@@ -1,5 +1,6 @@
-// docs/api.md, "CUDA": the same code on a GPU when one exists, the CPU otherwise. Built and run
-// by CTest (on a machine without a GPU it takes the CPU path); the guide shows it verbatim.
+// docs/api.md, "CUDA": the same code on a GPU when one exists, the CPU otherwise. Built and run by
+// CTest (on a machine without a GPU it takes the CPU path); the guide shows the body of main()
+// before its checks.
 #include <structgrad/structgrad.h>
 
 #include <iostream>

@@ -1,6 +1,6 @@
 // docs/api.md, "Mini-batches with DataLoader": a Sequential model trained with Adam on shuffled
 // mini-batches that stay on the data's device. Built and run by CTest (on a machine without a GPU
-// it takes the CPU path); the guide shows it verbatim.
+// it takes the CPU path); the guide shows the body of main() before its checks.
 #include <structgrad/structgrad.h>
 
 #include <memory>

@@ -1,5 +1,6 @@
 // docs/api.md, "Files and checkpoints": .npy/.npz tensors that NumPy reads, module and optimizer
-// state, and whole training checkpoints. Built and run by CTest; the guide shows it verbatim.
+// state, and whole training checkpoints. Built and run by CTest; the guide shows the body of main()
+// before its checks.
 #include <structgrad/structgrad.h>
 
 #include <filesystem>
@@ -15,7 +16,8 @@ int main() {
   auto loaded = sg::as_upper(sg::load_npy(dir + "/U.npy"));   // files keep values, not the structure tag
   auto as_double = sg::load_npy(dir + "/U.npy", sg::LoadOptions().dtype(sg::kFloat64));
 
-  sg::save_npz(dir + "/data.npz", {{"x", sg::randn({4, 8})}, {"U", U}});
+  sg::save_npz(dir + "/data.npz", {{"x", sg::randn({4, 8})}, {"U", U}});           // stored, as np.savez
+  sg::save_npz(dir + "/small.npz", {{"U", U}}, sg::NpzCompression::Deflated);  // as np.savez_compressed
   for (const auto& [name, t] : sg::load_npz(dir + "/data.npz"))  // archive order
     std::cout << name << " " << sg::shape_str(t.shape()) << "\n";
 
@@ -23,11 +25,11 @@ int main() {
   sg::optim::Adam opt(model.parameters(), {.lr = 0.01});
   sg::nn::save(model, dir + "/model.npz");                    // model.state_dict() as .npz
   sg::nn::load(model, dir + "/model.npz");                    // names, shapes and dtypes checked
-  sg::optim::save(opt, dir + "/adam.npz");
-  sg::optim::load(opt, dir + "/adam.npz");
+  sg::optim::save(opt, dir + "/adam.npz");                    // opt.state_dict(); sg::optim::load reads it
   sg::save_checkpoint(dir + "/ckpt.npz", model, opt);         // both in one file
   sg::load_checkpoint(dir + "/ckpt.npz", model, opt);         // training resumes bit-identically
 
-  SG_CHECK(sg::sum(sg::square(loaded - U)).item() == 0.0 && as_double.dtype() == sg::kFloat64, "round trip");
   std::filesystem::remove_all(dir);
+
+  SG_CHECK(sg::sum(sg::square(loaded - U)).item() == 0.0 && as_double.dtype() == sg::kFloat64, "round trip");
 }

@@ -1,46 +1,49 @@
-// docs/api.md, "Modules": a model built from layers and its own parameter, trained for a few
-// steps with the progress line. Built and run by CTest; the guide shows it verbatim.
+// docs/api.md, "Modules, Sequential and activations": a Sequential of layers and activations
+// trained for a few steps with the progress line, and a module of one's own with a submodule and a
+// parameter. Built and run by CTest; the guide shows it without its #include lines.
 #include <structgrad/structgrad.h>
 
 #include <iostream>
 #include <memory>
 
-struct Flow : sg::nn::Module {
+struct Flow : sg::nn::Module {                                // a module of your own
   explicit Flow(int64_t n) {
-    first = register_module("first", std::make_shared<sg::nn::UpperLinear>(n));   // U = I, b = 0
-    second = register_module("second", std::make_shared<sg::nn::UpperLinear>(n));
+    first = register_module("first", std::make_shared<sg::nn::UpperLinear>(n));  // U = I, b = 0
     scale = register_parameter("scale", sg::ones({n}));      // becomes a leaf requiring grad
   }
-  sg::Tensor forward(const sg::Tensor& x) const {
-    return second->forward(sg::leaky_relu(first->forward(x), 0.5)) * scale;
-  }
-  std::shared_ptr<sg::nn::UpperLinear> first, second;
+  sg::Tensor forward(const sg::Tensor& x) const { return sg::leaky_relu(first->forward(x), 0.5) * scale; }
+  std::shared_ptr<sg::nn::UpperLinear> first;
   sg::Tensor scale;
 };
 
 int main() {
-  Flow model(4);
-  for (const auto& [name, p] : model.named_parameters())     // scale, first.weight, first.bias, ...
-    std::cout << name << " " << p.structure() << "\n";
-  sg::optim::Adam opt(model.parameters(), {.lr = 0.01});
+  sg::nn::Sequential net({std::make_shared<sg::nn::Linear>(4, 16), std::make_shared<sg::nn::Tanh>(),
+                          std::make_shared<sg::nn::UpperLinear>(16), std::make_shared<sg::nn::LeakyReLU>(0.2)});
+  net.push_back(std::make_shared<sg::nn::Functional>([](const sg::Tensor& h) { return 0.5 * h; }));
+  net.push_back("head", std::make_shared<sg::nn::Linear>(16, 1));
+  for (const auto& [name, p] : net.named_parameters())       // 0.weight, 0.bias, 2.weight, ..., head.bias
+    std::cout << name << " " << sg::shape_str(p.shape()) << " " << p.structure() << "\n";
 
-  auto x = sg::randn({256, 4}), target = sg::randn({256, 4});
-  sg::nn::Progress progress(/*total_steps=*/20, /*every=*/10);
-  for (int64_t step = 1; step <= 20; ++step) {
+  auto x = sg::randn({128, 4}), target = sg::reshape(sg::sum(sg::square(x), 1), {128, 1});
+  sg::optim::Adam opt(net.parameters(), {.lr = 0.01});
+  sg::nn::Progress progress(/*total_steps=*/50, /*every=*/25);
+  const double first = sg::mse_loss(net.forward(x), target).item();
+  for (int64_t step = 1; step <= 50; ++step) {
     opt.zero_grad();
-    auto loss = sg::mse_loss(model.forward(x), target);
+    auto loss = sg::mse_loss(net.forward(x), target);         // each layer applied in turn
     loss.backward();
     opt.step();
     progress.update_lazy(step, [&] { return loss.item(); }); // reads the loss only when it prints
   }
-  SG_CHECK(model.first->weight.structure() == sg::Structure::UpperTriangular, "U stays upper");
+  const double last = sg::mse_loss(net.forward(x), target).item();
+  auto& upper = net.at<sg::nn::UpperLinear>(2);              // the layer as its own type
 
-  sg::nn::Linear dense_layer(4, 3);                           // y = x·Wᵀ + b, W [3, 4]
+  Flow flow(4);
   sg::nn::SymmetricBilinear form(4);                          // q = xᵀSx per row, S symmetric
-  auto h = dense_layer.forward(x);                            // [256, 3]
-  auto q = form.forward(x);                                   // [256]
-  model.zero_grad();
-  model.to(sg::kFloat64);                                     // in place: existing handles follow
-  SG_CHECK(h.size(1) == 3 && q.dim() == 1 && model.scale.dtype() == sg::kFloat64, "modules");
-  SG_CHECK(model.parameters().size() == 5, "scale and two (weight, bias) pairs");
+  auto h = flow.forward(x), q = form.forward(x);              // [128, 4], [128]
+  flow.to(sg::kFloat64);                                      // in place: existing handles follow
+  SG_CHECK(last < 0.5 * first, "the loss halves: ", first, " -> ", last);
+  SG_CHECK(upper.weight.structure() == sg::Structure::UpperTriangular && net.size() == 6, "U stays upper");
+  SG_CHECK(flow.parameters().size() == 3 && flow.scale.dtype() == sg::kFloat64 && h.size(1) == 4 && q.dim() == 1,
+           "modules");
 }

@@ -1,3 +1,6 @@
+// docs/api.md, "Products into memory you own": products and their gradients written into memory
+// another library owns, recording nothing. Built and run by CTest; the guide shows the body of
+// main() before its checks.
 #include <structgrad/structgrad.h>
 
 #include <vector>

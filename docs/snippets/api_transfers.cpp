@@ -1,6 +1,6 @@
 // docs/api.md, "Counting host transfers": a training loop whose data stays on the GPU, checked by
 // the host↔device copy counters. Built and run by CTest; on a machine without a GPU there is
-// nothing to count and it only prints so. The guide shows it verbatim.
+// nothing to count and it only prints so. The guide describes it and names this file.
 #include <structgrad/structgrad.h>
 
 #include <iostream>
