@@ -228,7 +228,8 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
         cpu.cholesky(b_ref, l_ref, info_ref);
         const sg::Tensor b = sg::from_vector(bv, {n, n}, on(kCuda0, dtype));
         for (const int64_t leaf : {int64_t{64}, int64_t{128}}) {
-          cu::LinalgOptionsGuard guard([leaf](cu::LinalgOptions& o) { o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf; });
+          cu::LinalgOptionsGuard guard(
+              [leaf](cu::LinalgOptions& o) { o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf; });
           gpu.cholesky(b, l, info);
           EXPECT_EQ(info.item(), info_ref.item()) << "n=" << n << " bad pivot " << bad << " at " << p << " leaf "
                                                   << leaf;
