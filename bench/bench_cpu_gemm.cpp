@@ -17,7 +17,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,6 +27,7 @@
 
 #include <structgrad/structgrad.h>
 
+#include "bench/bench_util.h"
 #include "examples/triangular_flow_model.h"
 #include "ops/cpu/cpu_gemm.h"
 
@@ -408,14 +408,6 @@ struct FlowStep {
 
 // ---- output -----------------------------------------------------------------------------------
 
-std::vector<int64_t> parse_sizes(const std::string& list) {
-  std::vector<int64_t> sizes;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) sizes.push_back(std::stoll(item));
-  return sizes;
-}
-
 std::string format(const char* fmt, double a) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, a);
@@ -499,7 +491,7 @@ int main(int argc, char** argv) {
   double budget_s = 2.0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--n" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
+    if (arg == "--n" && i + 1 < argc) sizes = bench::split_sizes(argv[++i]);
     else if (arg == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (arg == "--md" && i + 1 < argc) md_path = argv[++i];
     else if (arg == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);

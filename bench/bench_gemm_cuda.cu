@@ -14,12 +14,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <structgrad/structgrad.h>
 
+#include "bench/bench_cuda.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
@@ -59,14 +59,6 @@ struct Row {
   double ms, useful_flops;
 };
 
-std::vector<int64_t> parse_list(const std::string& text) {
-  std::vector<int64_t> v;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) v.push_back(std::stoll(item));
-  return v;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -84,7 +76,7 @@ Options parse(int argc, char** argv) {
       const std::string v = argv[i + 1];
       return v == "auto" || v == "never" || v == "always";
     };
-    if (arg == "--n") o.sizes = parse_list(next());
+    if (arg == "--n") o.sizes = bench::split_sizes(next());
     else if (arg == "--reps") o.reps = std::stoi(next());
     else if (arg == "--head-to-head") o.pairs = std::stoi(next());
     else if (arg == "--csv") o.csv = next();
@@ -121,51 +113,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-/// CUDA events around single calls on one stream.
-class CallTimer {
- public:
-  explicit CallTimer(cudaStream_t stream) : stream_(stream) {
-    SG_CUDA_CHECK(cudaEventCreate(&start_));
-    SG_CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~CallTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  CallTimer(const CallTimer&) = delete;
-  CallTimer& operator=(const CallTimer&) = delete;
-  /// Milliseconds from an event before `body(rep)` to one after it, waited for.
-  double ms(const std::function<void(int)>& body, int rep) {
-    SG_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    body(rep);
-    SG_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    SG_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float elapsed = 0;
-    SG_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
-    return elapsed;
-  }
-
- private:
-  cudaStream_t stream_;
-  cudaEvent_t start_, stop_;
-};
-
-/// The upper median (the median of an odd count).
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-/// Median milliseconds of `body(rep)` on `stream` over `reps` runs after three warm-ups.
-double median_ms(cudaStream_t stream, int reps, const std::function<void(int)>& body) {
-  CallTimer timer(stream);
-  for (int w = 0; w < 3; ++w) body(w);
-  SG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) times.push_back(timer.ms(body, r));
-  return median(times);
-}
-
 /// Two products timed in turn: `pairs` pairs, each call between its own events and waited for as
 /// median_ms does, ours first in even pairs and the peer first in odd ones (after three warm-up
 /// pairs). Both then run in the same seconds, at the same clocks and temperature, which timing one
@@ -180,7 +127,7 @@ struct HeadToHead {
 };
 HeadToHead head_to_head(cudaStream_t stream, int pairs, const std::function<void(int)>& ours,
                         const std::function<void(int)>& peer) {
-  CallTimer timer(stream);
+  bench::EventTimer timer(stream);
   for (int w = 0; w < 3; ++w) timer.ms(ours, w), timer.ms(peer, w);
   std::vector<double> mine, theirs, ratios;
   int faster = 0;
@@ -193,7 +140,7 @@ HeadToHead head_to_head(cudaStream_t stream, int pairs, const std::function<void
     ratios.push_back(a / b);
     faster += a <= b;
   }
-  return {median(mine), median(theirs), median(ratios), faster, pairs};
+  return {bench::median(mine), bench::median(theirs), bench::median(ratios), faster, pairs};
 }
 
 /// The projections of docs/gradients.md in place on a row-major n × n float64 matrix, one
@@ -241,7 +188,7 @@ class Bench {
                 flops / (ms * 1e9));
     std::fflush(stdout);
   }
-  double time(const std::function<void(int)>& body) { return median_ms(stream_, options_.reps, body); }
+  double time(const std::function<void(int)>& body) { return bench::median_ms(options_.reps, body); }
   /// Row-major scale · op(X)·op(Y) in float64, by cuBLAS DGEMM on float64 copies of the stored
   /// operands (an UpperTriangular tensor stores its zeros, a Symmetric one its mirror).
   sg::Tensor reference(const sg::Tensor& x, bool x_transposed, const sg::Tensor& y, bool y_transposed,
@@ -631,6 +578,7 @@ void Bench::write_csv(const std::string& path) const {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::program = "bench_gemm_cuda";
   const Options options = parse(argc, argv);
   if (!sg::cuda::is_available()) {
     std::fprintf(stderr, "bench_gemm_cuda: no CUDA device\n");

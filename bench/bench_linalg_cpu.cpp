@@ -11,11 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <structgrad/structgrad.h>
+
+#include "bench/bench_util.h"
 
 namespace {
 
@@ -109,13 +110,6 @@ void run_size(int64_t n, int reps) {
   }
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,8 +127,8 @@ int main(int argc, char** argv) {
   }
   std::printf("| workload | n | dtype | structgrad ms | Eigen ms | Eigen / structgrad | structgrad fwd+bwd ms |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
-  for (const std::string& d : split(dtypes))
-    for (const std::string& n : split(sizes)) {
+  for (const std::string& d : bench::split(dtypes))
+    for (const std::string& n : bench::split(sizes)) {
       if (d == "float32") run_size<float>(std::stoll(n), reps);
       else run_size<double>(std::stoll(n), reps);
     }

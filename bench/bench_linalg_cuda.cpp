@@ -14,14 +14,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <structgrad/structgrad.h>
 
+#include "bench/bench_cuda.h"
 #include "cuda/linalg.h"
 #include "cuda/runtime.h"
 #include "ops/backend.h"
@@ -29,94 +28,27 @@
 namespace {
 
 namespace cu = sg::detail::cuda;
+using bench::check;
+using bench::median_ms;
 using sg::detail::OperandKind;
 
-struct Options {
-  std::vector<int64_t> sizes = {1024, 4096};
+struct Options : bench::CommonFlags {
   std::vector<std::string> dtypes = {"float32", "float64"};
-  int reps = 15;
   bool variants = false;
-  std::string csv;
 };
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) items.push_back(item);
-  return items;
-}
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--n") {
-      o.sizes.clear();
-      for (const std::string& n : split(value)) o.sizes.push_back(std::stoll(n));
-    } else if (flag == "--dtype") {
-      o.dtypes = split(value);
-    } else if (flag == "--reps") {
-      o.reps = std::stoi(value);
-    } else if (flag == "--variants") {
-      o.variants = value != "0";
-    } else if (flag == "--csv") {
-      o.csv = value;
-    } else {
-      std::fprintf(stderr, "usage: bench_linalg_cuda [--n 1024,4096] [--dtype float32,float64] [--reps 15] "
-                           "[--variants 0|1] [--csv FILE]\n");
-      std::exit(2);
-    }
-  }
+  bench::for_each_flag(argc, argv,
+                       "usage: bench_linalg_cuda [--n 1024,4096] [--dtype float32,float64] [--reps 15] "
+                       "[--variants 0|1] [--csv FILE]\n",
+                       [&](const std::string& flag, const std::string& value) {
+                         if (flag == "--dtype") o.dtypes = bench::split(value);
+                         else if (flag == "--variants") o.variants = value != "0";
+                         else return o.take(flag, value);
+                         return true;
+                       });
   return o;
-}
-
-void check(cudaError_t e) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "bench_linalg_cuda: %s\n", cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-void check(cublasStatus_t s) {
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "bench_linalg_cuda: cuBLAS status %d\n", static_cast<int>(s));
-    std::exit(1);
-  }
-}
-void check(cusolverStatus_t s) {
-  if (s != CUSOLVER_STATUS_SUCCESS) {
-    std::fprintf(stderr, "bench_linalg_cuda: cuSOLVER status %d\n", static_cast<int>(s));
-    std::exit(1);
-  }
-}
-
-/// The median milliseconds of body(r) between events on the library stream, after three warm-ups;
-/// prepare(r), when given, runs before each start event (untimed).
-double median_ms(int reps, const std::function<void(int)>& body, const std::function<void(int)>& prepare = {}) {
-  cudaStream_t stream = cu::stream(0);
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start));
-  check(cudaEventCreate(&stop));
-  for (int w = 0; w < 3; ++w) {
-    if (prepare) prepare(w);
-    body(w);
-  }
-  check(cudaStreamSynchronize(stream));
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    if (prepare) prepare(r);
-    check(cudaEventRecord(start, stream));
-    body(r);
-    check(cudaEventRecord(stop, stream));
-    check(cudaEventSynchronize(stop));
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  check(cudaEventDestroy(start));
-  check(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
 }
 
 /// ‖x − y‖ / ‖y‖ over two tensors' values (read back as double).
@@ -463,6 +395,7 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::program = "bench_linalg_cuda";
   const Options options = parse(argc, argv);
   if (!sg::cuda::is_available()) {
     std::fprintf(stderr, "bench_linalg_cuda: no CUDA device\n");

@@ -9,84 +9,33 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <structgrad/structgrad.h>
 
-#include "cuda/runtime.h"
+#include "bench/bench_cuda.h"
 
 namespace {
 
-struct Options {
-  std::vector<int64_t> sizes = {1024, 4096};
-  std::vector<std::string> precisions = {"float32", "tf32", "float64"};
-  int reps = 15;
-  std::string csv;
-};
+using bench::check;
+using bench::median_ms;
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) items.push_back(item);
-  return items;
-}
+struct Options : bench::CommonFlags {
+  std::vector<std::string> precisions = {"float32", "tf32", "float64"};
+};
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--n") {
-      o.sizes.clear();
-      for (const std::string& n : split(value)) o.sizes.push_back(std::stoll(n));
-    } else if (flag == "--precision") {
-      o.precisions = split(value);
-    } else if (flag == "--reps") {
-      o.reps = std::stoi(value);
-    } else if (flag == "--csv") {
-      o.csv = value;
-    } else {
-      std::fprintf(stderr, "usage: bench_matmul_cuda [--n 1024,4096] [--precision float32,tf32,float64] [--reps 15] "
-                           "[--csv FILE]\n");
-      std::exit(2);
-    }
-  }
+  bench::for_each_flag(argc, argv,
+                       "usage: bench_matmul_cuda [--n 1024,4096] [--precision float32,tf32,float64] [--reps 15] "
+                       "[--csv FILE]\n",
+                       [&](const std::string& flag, const std::string& value) {
+                         if (flag == "--precision") o.precisions = bench::split(value);
+                         else return o.take(flag, value);
+                         return true;
+                       });
   return o;
-}
-
-void check(cudaError_t e) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "bench_matmul_cuda: %s\n", cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-/// The median milliseconds of body(r) between events on the library stream, after three warm-ups.
-double median_ms(int reps, const std::function<void(int)>& body) {
-  cudaStream_t stream = sg::detail::cuda::stream(0);
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start));
-  check(cudaEventCreate(&stop));
-  for (int w = 0; w < 3; ++w) body(w);
-  check(cudaStreamSynchronize(stream));
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    check(cudaEventRecord(start, stream));
-    body(r);
-    check(cudaEventRecord(stop, stream));
-    check(cudaEventSynchronize(stop));
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  check(cudaEventDestroy(start));
-  check(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
 }
 
 enum Kind { kDense, kUpper, kSym, kLower, kKinds };
@@ -104,6 +53,7 @@ sg::Tensor random_of(Kind kind, int64_t n, sg::TensorOptions options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::program = "bench_matmul_cuda";
   const Options options = parse(argc, argv);
   if (!sg::cuda::is_available()) {
     std::fprintf(stderr, "bench_matmul_cuda: no CUDA device\n");

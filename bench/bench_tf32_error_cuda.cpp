@@ -9,12 +9,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <structgrad/structgrad.h>
 
+#include "bench/bench_util.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
@@ -51,12 +51,7 @@ sg::Tensor cublas_tf32(const sg::Tensor& a, const sg::Tensor& b, bool b_transpos
 
 int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {1024, 4096};
-  if (argc == 3 && std::string(argv[1]) == "--n") {
-    sizes.clear();
-    std::stringstream in(argv[2]);
-    std::string item;
-    while (std::getline(in, item, ',')) sizes.push_back(std::stoll(item));
-  }
+  if (argc == 3 && std::string(argv[1]) == "--n") sizes = bench::split_sizes(argv[2]);
   if (!sg::cuda::is_available()) {
     std::fprintf(stderr, "bench_tf32_error_cuda: no CUDA device\n");
     return 1;

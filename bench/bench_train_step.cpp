@@ -6,21 +6,14 @@
 // Usage: bench_train_step [--devices cpu,cuda] [--n 16,256] [--steps 500]
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <structgrad/structgrad.h>
 
-namespace {
+#include "bench/bench_util.h"
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) parts.push_back(item);
-  return parts;
-}
+namespace {
 
 double step_microseconds(sg::Device device, int64_t n, int steps, double* final_loss) {
   sg::manual_seed(0);
@@ -64,9 +57,9 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    for (const std::string& name : split(devices)) {
+    for (const std::string& name : bench::split(devices)) {
       const sg::Device device(name);
-      for (const std::string& n : split(sizes)) {
+      for (const std::string& n : bench::split(sizes)) {
         double loss = 0;
         const double us = step_microseconds(device, std::stoll(n), steps, &loss);
         std::printf("structgrad %s n=%s batch=1024: %.1f us/step (loss %.4f)\n", name.c_str(), n.c_str(), us, loss);

@@ -1,15 +1,24 @@
-// Command-line flags shared by the examples: --device cpu|cuda, --steps, --seed, --n,
-// --quiet, plus example-specific ones read with get().
+// Command-line flags shared by the examples: --device cpu|cuda, --dtype, --steps, --seed, --n,
+// --quiet, plus example-specific ones read with get(); and the median wall time of a call, for
+// the examples that time the structured path against the dense one.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <structgrad/structgrad.h>
 
 namespace examples {
+
+/// The exit status CTest counts as a skipped test (SKIP_RETURN_CODE 77).
+constexpr int kSkipped = 77;
 
 struct Args {
   std::map<std::string, std::string> values;
@@ -36,6 +45,30 @@ struct Args {
   long long get_int(const std::string& k, long long fallback) const { return std::stoll(get(k, std::to_string(fallback))); }
   double get_double(const std::string& k, double fallback) const { return std::stod(get(k, std::to_string(fallback))); }
   sg::Device device() const { return sg::Device(get("device", "cpu")); }
+  /// --dtype float32 (the default) or float64.
+  sg::DType dtype() const { return get("dtype", "float32") == "float64" ? sg::kFloat64 : sg::kFloat32; }
+  /// True, after printing "<program>: no CUDA device here", when --device asks for CUDA and none is
+  /// present: `if (args.cuda_missing("gp_regression")) return examples::kSkipped;`.
+  bool cuda_missing(const char* program) const {
+    if (!device().is_cuda() || sg::cuda::is_available()) return false;
+    std::printf("%s: no CUDA device here\n", program);
+    return true;
+  }
 };
+
+/// The median milliseconds of `reps` calls of f on `device` (waited for on CUDA), after one warm-up.
+inline double median_ms(const std::function<void()>& f, sg::Device device, int reps) {
+  f();
+  if (device.is_cuda()) sg::cuda::synchronize(device.index);
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    if (device.is_cuda()) sg::cuda::synchronize(device.index);
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 }  // namespace examples

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   const int64_t samples = args.get_int("samples", 20000);
   const int64_t steps = args.get_int("steps", 200);
   const double lr = args.get_double("lr", 0.05);
-  const sg::DType dtype = args.get("dtype", "float32") == "float64" ? sg::kFloat64 : sg::kFloat32;
+  const sg::DType dtype = args.dtype();
   sg::manual_seed(static_cast<uint64_t>(args.get_int("seed", 0)));
   auto opts = sg::TensorOptions().dtype(dtype).device(device);
 

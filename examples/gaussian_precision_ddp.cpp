@@ -121,7 +121,7 @@ int run(int argc, char** argv) {
     else rest.push_back(argv[i]);
   }
   examples::Args args(static_cast<int>(rest.size()), rest.data());
-  const sg::DType dtype = args.get("dtype", "float32") == "float64" ? sg::kFloat64 : sg::kFloat32;
+  const sg::DType dtype = args.dtype();
   const int64_t d = args.get_int("n", bench ? 1024 : 64);
   const int64_t batch = args.get_int("batch", bench ? 65536 : 4096);
   const int64_t steps = args.get_int("steps", 100);

@@ -35,14 +35,11 @@ double norm(const sg::Tensor& a) { return std::sqrt(sg::sum(sg::square(a)).item(
 int main(int argc, char** argv) {
   examples::Args args(argc, argv);
   const sg::Device device = args.device();
-  if (device.is_cuda() && !sg::cuda::is_available()) {
-    std::printf("gaussian_scale_tril: no CUDA device here\n");
-    return 77;
-  }
+  if (args.cuda_missing("gaussian_scale_tril")) return examples::kSkipped;
   const int64_t d = args.get_int("n", 12), samples = args.get_int("samples", 4000);
   const int64_t steps = args.get_int("steps", 400);
   const double lr = args.get_double("lr", 0.05), max_error = args.get_double("max-error", 0.1);
-  const sg::DType dtype = args.get("dtype", "float32") == "float64" ? sg::kFloat64 : sg::kFloat32;
+  const sg::DType dtype = args.dtype();
   sg::manual_seed(static_cast<uint64_t>(args.get_int("seed", 0)));
   const auto opts = sg::TensorOptions().dtype(dtype).device(device);
 

@@ -61,15 +61,12 @@ double value(const sg::Tensor& log_scale) { return std::exp(log_scale.item()); }
 int main(int argc, char** argv) {
   examples::Args args(argc, argv);
   const sg::Device device = args.device();
-  if (device.is_cuda() && !sg::cuda::is_available()) {
-    std::printf("gp_regression: no CUDA device here\n");
-    return 77;
-  }
+  if (args.cuda_missing("gp_regression")) return examples::kSkipped;
   const int64_t n = args.get_int("n", 300), test_points = args.get_int("test", 400);
   const int64_t steps = args.get_int("steps", 200);
   const double lr = args.get_double("lr", 0.05), noise = args.get_double("noise", 0.1);
   const double max_rmse = args.get_double("max-rmse", 0.05), noise_factor = args.get_double("noise-factor", 1.25);
-  const sg::DType dtype = args.get("dtype", "float32") == "float64" ? sg::kFloat64 : sg::kFloat32;
+  const sg::DType dtype = args.dtype();
   sg::manual_seed(static_cast<uint64_t>(args.get_int("seed", 0)));
   const auto opts = sg::TensorOptions().dtype(dtype).device(device);
   const double lo = -3.0, hi = 3.0;

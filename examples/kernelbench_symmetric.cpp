@@ -1,8 +1,7 @@
 // C = A·B with A, B Symmetric: the result is Dense and NOT symmetric (S·T = (T·S)ᵀ ≠ T·S).
 // Checks it against the dense product, shows how wrong the "mirror the upper triangle"
 // shortcut is, and times the structured product against the dense one.
-#include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "common.h"
@@ -25,21 +24,8 @@ int main(int argc, char** argv) {
   auto mirrored = sg::sym(sg::triu(c) + sg::transpose(sg::triu(c)) - sg::with_diagonal(c * 0.0, sg::diagonal(c)));
   const double mirror_err = norm(mirrored - c_dense) / norm(c_dense);
 
-  auto time = [&](auto f) {
-    f();
-    if (device.is_cuda()) sg::cuda::synchronize(device.index);
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      f();
-      if (device.is_cuda()) sg::cuda::synchronize(device.index);
-      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  };
-  const double ts = time([&] { (void)sg::matmul(a, b); });
-  const double td = time([&] { (void)sg::matmul(a.dense(), b.dense()); });
+  const double ts = examples::median_ms([&] { (void)sg::matmul(a, b); }, device, reps);
+  const double td = examples::median_ms([&] { (void)sg::matmul(a.dense(), b.dense()); }, device, reps);
   std::printf("kernelbench_symmetric: N=%lld device=%s float32\n", (long long)n, device.str().c_str());
   std::printf("result structure: %s; relative error vs dense product: %.2e\n", sg::structure_name(c.structure()), err);
   std::printf("|C - C^T| / |C| = %.3f (the product of two symmetric matrices is not symmetric)\n", asym);

@@ -1,30 +1,10 @@
 // C = triu(A·B) with A, B UpperTriangular: the structured product against the dense path
 // (the same product on .dense() copies, what PyTorch's triu(A @ B) does). Checks the result
 // and times forward and forward+backward of both. N = 4096 on CUDA, 512 on CPU by default.
-#include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <functional>
 
 #include "common.h"
-
-namespace {
-
-double median_ms(const std::function<void()>& f, sg::Device device, int reps) {
-  f();
-  if (device.is_cuda()) sg::cuda::synchronize(device.index);
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    if (device.is_cuda()) sg::cuda::synchronize(device.index);
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   examples::Args args(argc, argv);
@@ -45,6 +25,7 @@ int main(int argc, char** argv) {
   auto dense_fwd = [&] { sg::NoGradGuard guard; (void)sg::triu(sg::matmul(a.dense(), b.dense())); };
   auto structured_fb = [&] { sg::matmul(a, b).backward(g); a.zero_grad(); b.zero_grad(); };
   auto dense_fb = [&] { sg::triu(sg::matmul(a.dense(), b.dense())).backward(g); a.zero_grad(); b.zero_grad(); };
+  using examples::median_ms;
   const double sf = median_ms(structured_fwd, device, reps), df = median_ms(dense_fwd, device, reps);
   const double sfb = median_ms(structured_fb, device, reps), dfb = median_ms(dense_fb, device, reps);
   const double useful = static_cast<double>(n) * n * n / 3.0;

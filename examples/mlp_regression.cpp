@@ -30,10 +30,7 @@ double r_squared(const sg::Tensor& prediction, const sg::Tensor& y) {
 int main(int argc, char** argv) {
   examples::Args args(argc, argv);
   const sg::Device device = args.device();
-  if (device.is_cuda() && !sg::cuda::is_available()) {
-    std::printf("mlp_regression: no CUDA device here\n");
-    return 77;
-  }
+  if (args.cuda_missing("mlp_regression")) return examples::kSkipped;
   const int64_t samples = args.get_int("samples", 4096), epochs = args.get_int("epochs", 30);
   const int64_t batch_size = args.get_int("batch", 64), hidden = args.get_int("hidden", 64);
   const double min_r2 = args.get_double("min-r2", 0.9);

@@ -129,6 +129,12 @@ double componentwise_ratio(const Mat<R>& r, const Mat<R>& scale) {
   return worst;
 }
 
+/// Success when value ≤ bound, else "<what> <value> > <bound>" (NaN fails).
+testing::AssertionResult within(const char* what, double value, double bound) {
+  if (value <= bound) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << what << " " << value << " > " << bound;
+}
+
 /// Checks X̂ for A·X = B with A triangular (a right solve X·T = B enters as Tᵀ·Xᵀ = Bᵀ; a unit
 /// diagonal is written into A). Substitution in IEEE arithmetic gives columns with
 /// (A + ΔAⱼ)·x̂ⱼ = bⱼ, |ΔAⱼ| ≤ γₙ|A|, γₙ = nu/(1 − nu) (Higham, Accuracy and Stability of Numerical
@@ -144,15 +150,19 @@ testing::AssertionResult solve_is_accurate(const Mat<R>& a, bool lower, const Ma
   const double n = static_cast<double>(a.rows()), ur = unit_roundoff_of<R>();
   const double omega = componentwise_ratio<R>(a * x - b, a.cwiseAbs() * x.cwiseAbs() + b.cwiseAbs());
   const double omega_bound = 2 * (n + 1) * (u + ur);
-  if (!(omega <= omega_bound))
-    return testing::AssertionFailure() << "componentwise backward error " << omega << " > " << omega_bound;
+  if (testing::AssertionResult r = within("componentwise backward error", omega, omega_bound); !r) return r;
   const double kappa = inf_norm<R>(a) * inf_norm<R>(tri_solve<R>(a, lower, identity<R>(a.rows())));
   const double forward = inf_norm<R>(Mat<R>(x - tri_solve<R>(a, lower, b))) / inf_norm<R>(x);
-  const double forward_bound = omega_bound * kappa;
-  if (!(forward <= forward_bound))
-    return testing::AssertionFailure() << "forward error " << forward << " > " << forward_bound << " (κ∞ = " << kappa
-                                       << ")";
-  return testing::AssertionSuccess();
+  return within("forward error", forward, omega_bound * kappa) << " (κ∞ = " << kappa << ")";
+}
+
+/// solve_is_accurate for a solve on either side: A·X = B (left), or X·A = B (right), checked as
+/// Aᵀ·Xᵀ = Bᵀ.
+template <typename R>
+testing::AssertionResult side_solve_is_accurate(bool left, const Mat<R>& a, bool lower, const Mat<R>& x,
+                                                const Mat<R>& b, double u) {
+  if (left) return solve_is_accurate<R>(a, lower, x, b, u);
+  return solve_is_accurate<R>(Mat<R>(a.transpose()), !lower, Mat<R>(x.transpose()), Mat<R>(b.transpose()), u);
 }
 
 /// Checks a Cholesky factor L̂ of S. The computed factor satisfies L̂·L̂ᵀ = S + ΔS with
@@ -167,18 +177,13 @@ testing::AssertionResult cholesky_is_accurate(const Mat<R>& s, const Mat<R>& l, 
   const Mat<R> lt = l.transpose();
   const double omega = componentwise_ratio<R>(l * lt - s, l.cwiseAbs() * lt.cwiseAbs());
   const double omega_bound = 2 * (n + 1) * (u + ur);
-  if (!(omega <= omega_bound))
-    return testing::AssertionFailure() << "componentwise backward error " << omega << " > " << omega_bound;
+  if (testing::AssertionResult r = within("componentwise backward error", omega, omega_bound); !r) return r;
   const Eigen::LLT<Mat<R>> llt(s);
   if (llt.info() != Eigen::Success) return testing::AssertionFailure() << "the reference LLT failed";
   const Mat<R> ref = llt.matrixL();
   const double kappa = spd_kappa<R>(s);
   const double forward = static_cast<double>((l - ref).norm() / ref.norm());
-  const double forward_bound = omega_bound * kappa;
-  if (!(forward <= forward_bound))
-    return testing::AssertionFailure() << "forward error " << forward << " > " << forward_bound << " (κ = " << kappa
-                                       << ")";
-  return testing::AssertionSuccess();
+  return within("forward error", forward, omega_bound * kappa) << " (κ = " << kappa << ")";
 }
 
 /// Checks log det S for a symmetric positive definite S, computed as 2·Σ log l̂ᵢᵢ. To first order
@@ -198,11 +203,8 @@ testing::AssertionResult spd_logdet_is_accurate(const Mat<R>& s, double got, dou
   const Mat<R> s_inv = llt.solve(identity<R>(s.rows()));
   const double sensitivity = static_cast<double>(s_inv.cwiseAbs().cwiseProduct(l.cwiseAbs() * l.transpose().cwiseAbs()).sum());
   const double bound = 2 * (n + 1) * (u + ur) * sensitivity + 2 * n * (u + ur) * static_cast<double>(abs_terms);
-  const double err = std::abs(got - static_cast<double>(ref));
-  if (!(err <= bound))
-    return testing::AssertionFailure() << "logdet " << got << " vs reference " << static_cast<double>(ref) << ": error "
-                                       << err << " > " << bound;
-  return testing::AssertionSuccess();
+  return within("logdet error", std::abs(got - static_cast<double>(ref)), bound)
+         << " (logdet " << got << ", reference " << static_cast<double>(ref) << ")";
 }
 
 /// Checks Σ log|tᵢᵢ| of a triangular T: each logarithm is within an ulp and the sum of n terms
@@ -217,11 +219,8 @@ testing::AssertionResult triangular_logdet_is_accurate(const Mat<R>& t, double g
     abs_terms += std::abs(term);
   }
   const double bound = 2 * (n + 1) * (u + ur) * (1 + static_cast<double>(abs_terms));
-  const double err = std::abs(got - static_cast<double>(ref));
-  if (!(err <= bound))
-    return testing::AssertionFailure() << "logdet " << got << " vs reference " << static_cast<double>(ref) << ": error "
-                                       << err << " > " << bound;
-  return testing::AssertionSuccess();
+  return within("logdet error", std::abs(got - static_cast<double>(ref)), bound)
+         << " (logdet " << got << ", reference " << static_cast<double>(ref) << ")";
 }
 
 /// Checks M̂ = T⁻¹ for a triangular T. Column-oriented inversions give |T·M̂ − I| ≤ cₙu·|T|·|M̂|
@@ -241,16 +240,11 @@ testing::AssertionResult inverse_is_accurate(const Mat<R>& t, bool lower, const 
     const double left = componentwise_ratio<R>(m * t - id, m.cwiseAbs() * t.cwiseAbs());
     if (left <= omega_bound) omega = left;
   }
-  if (!(omega <= omega_bound))
-    return testing::AssertionFailure() << "componentwise backward error " << omega << " > " << omega_bound;
+  if (testing::AssertionResult r = within("componentwise backward error", omega, omega_bound); !r) return r;
   const Mat<R> ref = tri_solve<R>(t, lower, id);
   const double kappa = inf_norm<R>(t) * inf_norm<R>(ref);
   const double forward = inf_norm<R>(Mat<R>(m - ref)) / inf_norm<R>(m);
-  const double forward_bound = omega_bound * kappa;
-  if (!(forward <= forward_bound))
-    return testing::AssertionFailure() << "forward error " << forward << " > " << forward_bound << " (κ∞ = " << kappa
-                                       << ")";
-  return testing::AssertionSuccess();
+  return within("forward error", forward, omega_bound * kappa) << " (κ∞ = " << kappa << ")";
 }
 
 /// Checks X̂ = (L·Lᵀ)⁻¹·B, two substitutions: Ŷ from L·Y = B, then X̂ from Lᵀ·X = Ŷ. Each obeys
@@ -264,8 +258,7 @@ testing::AssertionResult cholesky_solve_is_accurate(const Mat<R>& l, const Mat<R
   const Mat<R> ref = tri_solve<R>(Mat<R>(l.transpose()), false, tri_solve<R>(l, true, b));
   const double forward = inf_norm<R>(Mat<R>(x - ref)) / inf_norm<R>(x);
   const double bound = 2 * (n + 1) * (u + ur) * k_one * (1 + k_inf);
-  if (!(forward <= bound)) return testing::AssertionFailure() << "forward error " << forward << " > " << bound;
-  return testing::AssertionSuccess();
+  return within("forward error", forward, bound);
 }
 
 /// Checks P̂ against the exact value P (computed in R) of the conventional products it was computed
@@ -277,8 +270,7 @@ testing::AssertionResult product_is_accurate(const Mat<R>& got, const Mat<R>& p,
                                              double u) {
   const double omega = componentwise_ratio<R>(got - p, scale);
   const double bound = 2 * (terms + 1) * (u + unit_roundoff_of<R>());
-  if (!(omega <= bound)) return testing::AssertionFailure() << "componentwise error " << omega << " > " << bound;
-  return testing::AssertionSuccess();
+  return within("componentwise error", omega, bound);
 }
 
 /// Checks the backward of X = solve_triangular(T, B, left, unit) for the upstream G stage by stage,
@@ -291,8 +283,8 @@ template <typename R>
 testing::AssertionResult solve_backward_is_accurate(const Mat<R>& t, bool lower, bool unit, bool left, const Mat<R>& x,
                                                     const Mat<R>& g, const Mat<R>& dt, const Mat<R>& db, double u) {
   const Mat<R> a = read_triangle<R>(t, lower, unit);
-  testing::AssertionResult r = left ? solve_is_accurate<R>(Mat<R>(a.transpose()), !lower, db, g, u)
-                                    : solve_is_accurate<R>(a, lower, Mat<R>(db.transpose()), Mat<R>(g.transpose()), u);
+  // dB solves Aᵀ·dB = G (left) or dB·Aᵀ = G (right).
+  testing::AssertionResult r = side_solve_is_accurate<R>(left, Mat<R>(a.transpose()), !lower, db, g, u);
   if (!r) return testing::AssertionFailure() << "dB: " << r.message();
   const Mat<R> xt = x.transpose();
   Mat<R> p = read_triangle<R>(left ? Mat<R>(-db * xt) : Mat<R>(-xt * db), lower, false);
@@ -495,12 +487,7 @@ TEST_P(LinalgValues, SolveTriangularAgainstEigen) {
               using R = decltype(zero);
               const bool lower = s == S::LowerTriangular;
               const Mat<R> a = read_triangle<R>(host<R>(tt), lower, unit);
-              // X·T = B is Tᵀ·Xᵀ = Bᵀ.
-              if (left) EXPECT_TRUE(solve_is_accurate<R>(a, lower, host<R>(x), host<R>(b), u())) << what;
-              else
-                EXPECT_TRUE(solve_is_accurate<R>(Mat<R>(a.transpose()), !lower, Mat<R>(host<R>(x).transpose()),
-                                                 Mat<R>(host<R>(b).transpose()), u()))
-                    << what;
+              EXPECT_TRUE(side_solve_is_accurate<R>(left, a, lower, host<R>(x), host<R>(b), u())) << what;
             });
           }
     }
@@ -796,11 +783,7 @@ TEST_P(LinalgKernels, SolveTriangularEveryLayout) {
               const Mat<R> stored = read_triangle<R>(host<R>(t), stored_lower, unit);
               const Mat<R> op = trans ? Mat<R>(stored.transpose()) : stored;
               const bool op_lower = stored_lower != trans;
-              if (left) EXPECT_TRUE(solve_is_accurate<R>(op, op_lower, host<R>(x), host<R>(b), u())) << what;
-              else
-                EXPECT_TRUE(solve_is_accurate<R>(Mat<R>(op.transpose()), !op_lower, Mat<R>(host<R>(x).transpose()),
-                                                 Mat<R>(host<R>(b).transpose()), u()))
-                    << what;
+              EXPECT_TRUE(side_solve_is_accurate<R>(left, op, op_lower, host<R>(x), host<R>(b), u())) << what;
             });
           }
 }
