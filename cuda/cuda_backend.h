@@ -48,7 +48,7 @@ class CudaBackend final : public Backend {
   bool gemm(const GemmProblem& p, DType dtype) override;
   bool writes_transposed_a(const GemmProblem& p, DType dtype) override;
 
-  // Blocked over the structured GEMM with small diagonal-block kernels (cuda/linalg.cu).
+  // Blocked over the structured GEMM with small diagonal-block kernels (cuda/linalg_*.cu).
   void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
                         Tensor& x) override;
   void cholesky(const Tensor& a, Tensor& out, Tensor& info) override;

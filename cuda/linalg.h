@@ -1,4 +1,4 @@
-// Settings of the CUDA linear algebra (cuda/linalg.cu): which path a solve takes and how the
+// Settings of the CUDA linear algebra (cuda/linalg_*.cu): which path a solve takes and how the
 // Cholesky's updates and the triangular products are run. Process-wide, like the structured GEMM's
 // options (cuda/gemm/options.h); the defaults are what the library uses, the others exist for the
 // benchmark's comparisons and the tests. Plain C++.
@@ -20,9 +20,9 @@ struct LinalgOptions {
   int64_t cholesky_leaf_f32 = 64;
   int64_t cholesky_leaf_f64 = 128;
   /// Products whose every extent (m, n and k) is at most this run on the small-tile kernel of
-  /// cuda/linalg.cu rather than the GEMM: the recursions' lowest levels, which a handful of 128-tiles
-  /// would leave on a few SMs. 0: every product on the GEMM. The defaults are the fastest settings
-  /// of `bench_linalg_cuda --variants 1`.
+  /// cuda/linalg_common.cu rather than the GEMM: the recursions' lowest levels, which a handful of
+  /// 128-tiles would leave on a few SMs. 0: every product on the GEMM. The defaults are the fastest
+  /// settings of `bench_linalg_cuda --variants 1`.
   int64_t own_products_up_to_f32 = 128;
   int64_t own_products_up_to_f64 = 0;
   /// Triangular operands whose zeros are stored go to the GEMM as Dense (cuBLAS) instead of the

@@ -1,4 +1,4 @@
-// The CUDA backend's solves, Cholesky factors and triangular inverses (cuda/linalg.cu) against the
+// The CUDA backend's solves, Cholesky factors and triangular inverses (cuda/linalg_*.cu) against the
 // CPU backend in float64: every case of solve_triangular (left and right, op(T) lower and upper, T
 // read transposed or not, unit diagonal or not) on both of its paths (one launch for a few
 // right-hand sides, blocked over the GEMM), at sizes around the kernels' blocks, with T's other
