@@ -24,9 +24,10 @@ __device__ View<const T> lower_block_view(const T* t, int64_t n, int64_t p0, int
 }
 
 /// Inverts every diagonal block of op(T) (T [n, n], see lower_block_view), one CTA per block: block
-/// p's inverse goes to out + p·out_step with rows of ldo, exact zeros in its other triangle.
+/// p's inverse goes to out + p·out_step with rows of ldo, exact zeros in its other triangle. The grid
+/// is small (n / NB blocks), so one CTA per SM is asked for, and ptxas keeps every value in registers.
 template <typename T, int NB>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, 1)
     invert_blocks_kernel(const T* t, int64_t n, bool trans, bool reversed, bool unit, T* out, int64_t out_step,
                          int64_t ldo) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];

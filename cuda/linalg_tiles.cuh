@@ -64,18 +64,102 @@ __device__ void load_lower_tile(View<const T> a, int m, bool unit, T* tile, T* r
   __syncthreads();
 }
 
+/// One level of invert_off_diagonal_blocks: for each pair of neighbouring diagonal blocks of order S,
+/// the first at j0 = 2S·p and the second at i0 = j0 + S, both inverted already, the block between them,
+/// X_{i0,j0} = −X_{i0,i0}·(L_{i0,j0}·X_{j0,j0}), with the product in parentheses kept where that block
+/// goes. Each thread holds R rows × 4 columns of a pair's block in registers, the rows RG apart and the
+/// columns S/4 apart. All the block's threads call it, synchronised; it returns synchronised.
+template <typename T, int NB, int S>
+__device__ void invert_pairs(T* tile, int m) {
+  constexpr int LD = NB + 1;
+  constexpr int kPairs = NB / (2 * S), kPairThreads = kBlockThreads / kPairs;
+  constexpr int C = 4, CG = S / C, RG = kPairThreads / CG, R = S / RG;
+  static_assert(kPairs >= 1 && R >= 1 && R * RG == S, "invert_pairs: a whole pair's block per thread group");
+  const int t = threadIdx.x % kPairThreads, ti = t / CG, tj = t % CG;
+  const int j0 = 2 * S * static_cast<int>(threadIdx.x / kPairThreads), i0 = j0 + S;
+  const bool active = i0 < m;
+  auto x_at = [tile](int i, int j) -> T& { return tile[j * LD + i]; };
+  if (active) {
+    // P = L_{i0,j0}·X_{j0,j0}, X_{j0,j0}(k, j) zero for k < j.
+    T acc[R][C];
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+#pragma unroll
+      for (int v = 0; v < C; ++v) acc[u][v] = T(0);
+#pragma unroll 4
+    for (int k = 0; k < S; ++k) {
+      T lv[R], xv[C];
+#pragma unroll
+      for (int u = 0; u < R; ++u) lv[u] = tile[(i0 + ti + RG * u) * LD + j0 + k];
+#pragma unroll
+      for (int v = 0; v < C; ++v) xv[v] = k >= tj + CG * v ? x_at(j0 + k, j0 + tj + CG * v) : T(0);
+#pragma unroll
+      for (int u = 0; u < R; ++u)
+#pragma unroll
+        for (int v = 0; v < C; ++v) acc[u][v] += lv[u] * xv[v];
+    }
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+#pragma unroll
+      for (int v = 0; v < C; ++v)
+        if (i0 + ti + RG * u < m) x_at(i0 + ti + RG * u, j0 + tj + CG * v) = acc[u][v];
+  }
+  __syncthreads();
+  T acc[R][C];
+  if (active) {
+    // X_{i0,j0} = −X_{i0,i0}·P, X_{i0,i0}(i, k) zero for k > i.
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+#pragma unroll
+      for (int v = 0; v < C; ++v) acc[u][v] = T(0);
+#pragma unroll 4
+    for (int k = 0; k < S; ++k) {
+      T xv[R], pv[C];
+#pragma unroll
+      for (int u = 0; u < R; ++u) xv[u] = k <= ti + RG * u ? x_at(i0 + ti + RG * u, i0 + k) : T(0);
+#pragma unroll
+      for (int v = 0; v < C; ++v) pv[v] = x_at(i0 + k, j0 + tj + CG * v);
+#pragma unroll
+      for (int u = 0; u < R; ++u)
+#pragma unroll
+        for (int v = 0; v < C; ++v) acc[u][v] -= xv[u] * pv[v];
+    }
+  }
+  __syncthreads();
+  if (active) {
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+#pragma unroll
+      for (int v = 0; v < C; ++v)
+        if (i0 + ti + RG * u < m) x_at(i0 + ti + RG * u, j0 + tj + CG * v) = acc[u][v];
+  }
+  __syncthreads();
+}
+
+/// The blocks below the diagonal of X = L⁻¹, the second half of invert_lower_tile: with the inverses
+/// X_ii of the diagonal 32-blocks in place (transposed, in the tile's upper triangle) and L's strict
+/// lower triangle beside them, the inverses of ever larger diagonal blocks, each from its two halves
+/// (invert_pairs): pairs of 32-blocks, then, in a tile of 128, the two halves. Rows and columns past m
+/// hold the identity in both triangles. All the block's threads call it, synchronised; it returns
+/// synchronised.
+template <typename T, int NB>
+__device__ void invert_off_diagonal_blocks(T* tile, int m) {
+  static_assert(NB == 64 || NB == 128, "invert_off_diagonal_blocks: tiles of 64 or 128");
+  invert_pairs<T, NB, 32>(tile, m);
+  if constexpr (NB == 128) invert_pairs<T, NB, 64>(tile, m);
+}
+
 /// Inverts the lower triangular tile L (see load_lower_tile; rdiag holds its diagonal's
 /// reciprocals) in place: X = L⁻¹ goes transposed into the tile's upper triangle, X(i, j) at
 /// tile[j][i] for j ≤ i (the diagonal's slots too: L's diagonal is read only through rdiag), so L's
 /// strict lower triangle, which the products below read, stays. Rows and columns from m on are left
 /// out. The diagonal 32-blocks go one to a warp (column j of a block on lane j, a forward substitution
-/// in registers); the blocks below follow diagonal by diagonal, X_ij = −X_ii·Σ_{j≤p<i} L_ip·X_pj, with
-/// S_ij = Σ L_ip·X_pj kept where X_ij goes. All the block's threads call it; it returns synchronised.
+/// in registers); the blocks below follow from them (invert_off_diagonal_blocks). All the block's
+/// threads call it; it returns synchronised.
 template <typename T, int NB>
 __device__ void invert_lower_tile(T* tile, const T* rdiag, int m) {
   constexpr int LD = NB + 1;
   constexpr int kWarps = kBlockThreads / kWarp;
-  constexpr int kRows = kWarp / kWarps;  // rows of a 32-block per thread in the block products
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int blocks = (m + kWarp - 1) / kWarp;
   auto x_at = [tile](int i, int j) -> T& { return tile[j * LD + i]; };
@@ -99,53 +183,7 @@ __device__ void invert_lower_tile(T* tile, const T* rdiag, int m) {
     }
   }
   __syncthreads();
-  for (int d = 1; d < blocks; ++d) {
-    // S_ij = Σ_{j≤p<i} L_ip·X_pj for i = j + d (X_jj read inside its lower triangle only).
-    for (int j = 0; j + d < blocks; ++j) {
-      const int i0 = (j + d) * kWarp, j0 = j * kWarp, col = j0 + lane;
-      T acc[kRows];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) acc[r] = T(0);
-      for (int p = j0; p < i0; ++p) {
-        const T xv = p >= col ? x_at(p, col) : T(0);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[r] += tile[(i0 + warp * kRows + r) * LD + p] * xv;
-      }
-#pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        if (i0 + warp * kRows + r < m) x_at(i0 + warp * kRows + r, col) = acc[r];
-    }
-    __syncthreads();
-    // X_ij = −X_ii·S_ij, every product read before any is written.
-    T out[NB / kWarp][kRows];
-#pragma unroll
-    for (int j = 0; j < NB / kWarp; ++j) {
-      if (j + d < blocks) {
-        const int i0 = (j + d) * kWarp, col = j * kWarp + lane;
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) out[j][r] = T(0);
-        for (int q = 0; q < kWarp && i0 + q < m; ++q) {
-          const T sv = x_at(i0 + q, col);
-#pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-            const int row = warp * kRows + r;
-            if (q <= row && i0 + row < m) out[j][r] -= x_at(i0 + row, i0 + q) * sv;
-          }
-        }
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < NB / kWarp; ++j) {
-      if (j + d < blocks) {
-        const int i0 = (j + d) * kWarp, col = j * kWarp + lane;
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-          if (i0 + warp * kRows + r < m) x_at(i0 + warp * kRows + r, col) = out[j][r];
-      }
-    }
-    __syncthreads();
-  }
+  invert_off_diagonal_blocks<T, NB>(tile, m);
 }
 
 /// Writes the inverse held in an inverted tile (invert_lower_tile) through `out`: X(i, j) for j ≤ i < m,
