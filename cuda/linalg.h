@@ -17,7 +17,7 @@ struct LinalgOptions {
   /// diagonal halves and one off-diagonal product, which skips the upper quarter's flops.
   int64_t split_update_from = 1024;
   /// The order of the Cholesky's diagonal blocks, each factored and inverted by one CTA: 64 or 128.
-  int64_t cholesky_leaf_f32 = 64;
+  int64_t cholesky_leaf_f32 = 128;
   int64_t cholesky_leaf_f64 = 128;
   /// Products whose every extent (m, n and k) is at most this run on the small-tile kernel of
   /// cuda/linalg_common.cu rather than the GEMM: the recursions' lowest levels, which a handful of
