@@ -53,14 +53,19 @@ struct SmallProduct {
 };
 
 /// One TILE × TILE block of C per CTA over the k-range where both operands can be non-zero
-/// (structured_k_range), in k-steps of 32 staged through shared memory; each thread holds TILE/16 ×
-/// TILE/16 outputs (rows ty + 16u, columns tx + 16v). The products of the recursions' lowest levels:
-/// a handful of 128-tiles would leave most SMs idle, these smaller tiles spread over more of them.
+/// (structured_k_range), in rounds of kSteps k-steps of 32 staged through shared memory, every load of
+/// a round in flight at once (these products are short in k: one or two memory latencies in all);
+/// each thread holds TILE/16 × TILE/16 outputs (rows ty + 16u, columns tx + 16v). The products of the
+/// recursions' lowest levels: a handful of 128-tiles would leave most SMs idle, these smaller tiles
+/// spread over more of them.
 template <typename T, int TILE>
 __global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProduct<T> p) {
   constexpr int KS = 32, R = TILE / 16, LDS = TILE + 1;
-  __shared__ T as[KS * LDS];  // op(A)'s k-step, k-major: as[q][i]
-  __shared__ T bs[KS * LDS];  // op(B)'s k-step: bs[q][j]
+  // As many k-steps a round as fit in 48 KB of static shared memory, at most four.
+  constexpr int kSteps = std::min<int>(4, 48 * 1024 / (2 * KS * LDS * static_cast<int>(sizeof(T))));
+  constexpr int KR = KS * kSteps;
+  __shared__ T as[KR * LDS];  // op(A)'s round, k-major: as[q][i]
+  __shared__ T bs[KR * LDS];  // op(B)'s round: bs[q][j]
   const int i0 = blockIdx.y * TILE, j0 = blockIdx.x * TILE;
   const KRange range =
       structured_k_range(p.a_kind, p.b_kind, i0, min(i0 + TILE, p.m), j0, min(j0 + TILE, p.n), p.k);
@@ -72,19 +77,19 @@ __global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProdu
   for (int u = 0; u < R; ++u)
 #pragma unroll
     for (int v = 0; v < R; ++v) acc[u][v] = T(0);
-  for (int64_t k0 = range.begin; k0 < range.end; k0 += KS) {
-    // Both operands' k-steps, every load issued before any store.
-    constexpr int kPer = TILE * KS / kBlockThreads;
+  for (int64_t k0 = range.begin; k0 < range.end; k0 += KR) {
+    // Both operands' round, every load issued before any store.
+    constexpr int kPer = TILE * KR / kBlockThreads;
     T va[kPer], vb[kPer];
 #pragma unroll
     for (int u = 0; u < kPer; ++u) {
       const int e = tid + u * kBlockThreads;
-      const int i = a_along_k ? e / KS : e % TILE, qa = a_along_k ? e % KS : e / TILE;
+      const int i = a_along_k ? e / KR : e % TILE, qa = a_along_k ? e % KR : e / TILE;
       const int64_t gi = i0 + i, ga = k0 + qa;
       const bool a_inside = gi < p.m && ga < range.end && (p.a_kind != OperandKind::Lower || ga <= gi) &&
                             (p.a_kind != OperandKind::Upper || ga >= gi);
       va[u] = a_inside ? p.a(gi, ga) : T(0);
-      const int j = b_along_j ? e % TILE : e / KS, qb = b_along_j ? e / TILE : e % KS;
+      const int j = b_along_j ? e % TILE : e / KR, qb = b_along_j ? e / TILE : e % KR;
       const int64_t gj = j0 + j, gb = k0 + qb;
       const bool b_inside = gj < p.n && gb < range.end && (p.b_kind != OperandKind::Lower || gj <= gb) &&
                             (p.b_kind != OperandKind::Upper || gj >= gb);
@@ -93,12 +98,13 @@ __global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProdu
 #pragma unroll
     for (int u = 0; u < kPer; ++u) {
       const int e = tid + u * kBlockThreads;
-      as[(a_along_k ? e % KS : e / TILE) * LDS + (a_along_k ? e / KS : e % TILE)] = va[u];
-      bs[(b_along_j ? e / TILE : e % KS) * LDS + (b_along_j ? e % TILE : e / KS)] = vb[u];
+      as[(a_along_k ? e % KR : e / TILE) * LDS + (a_along_k ? e / KR : e % TILE)] = va[u];
+      bs[(b_along_j ? e / TILE : e % KR) * LDS + (b_along_j ? e % TILE : e / KR)] = vb[u];
     }
     __syncthreads();
+    const int steps = static_cast<int>(min(int64_t{KR}, range.end - k0));
 #pragma unroll 8
-    for (int q = 0; q < KS; ++q) {
+    for (int q = 0; q < steps; ++q) {
       T av[R], bv[R];
 #pragma unroll
       for (int u = 0; u < R; ++u) av[u] = as[q * LDS + ty + 16 * u];
