@@ -2,7 +2,7 @@
 // (Backend::cholesky, solve_triangular with N and 1 right-hand sides, triangular_inverse) against
 // cuSOLVER potrf and trtri and cuBLAS trsm on the same inputs, each result checked against the
 // peer's first; and the public ops (sg::cholesky, sg::solve_triangular, sg::logdet, sg::inverse)
-// forward and forward + backward, the workloads of .device/anchors/torch_linalg_anchor.py. CUDA events
+// forward and forward + backward, the workloads of bench/torch_linalg.py. CUDA events
 // on the library's stream, three warm-ups, the median of --reps, inputs rotated through copies
 // beyond the L2 cache (a peer's in-place input is refreshed before its start event). --variants 1
 // also times the backend under the settings of cuda/linalg.h it does not use by default.
