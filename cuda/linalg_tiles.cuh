@@ -79,60 +79,47 @@ __device__ void invert_pairs(T* tile, int m) {
   const int j0 = 2 * S * static_cast<int>(threadIdx.x / kPairThreads), i0 = j0 + S;
   const bool active = i0 < m;
   auto x_at = [tile](int i, int j) -> T& { return tile[j * LD + i]; };
+  // acc(u, v) = Σ_{k<S} row(u, k)·col(v, k) for the thread's rows i0 + ti + RG·u and columns j0 + tj + CG·v.
+  T acc[R][C];
+  auto product = [&](auto row, auto col) {
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+#pragma unroll
+      for (int v = 0; v < C; ++v) acc[u][v] = T(0);
+#pragma unroll 8
+    for (int k = 0; k < S; ++k) {
+      T rv[R], cv[C];
+#pragma unroll
+      for (int u = 0; u < R; ++u) rv[u] = row(ti + RG * u, k);
+#pragma unroll
+      for (int v = 0; v < C; ++v) cv[v] = col(tj + CG * v, k);
+#pragma unroll
+      for (int u = 0; u < R; ++u)
+#pragma unroll
+        for (int v = 0; v < C; ++v) acc[u][v] += rv[u] * cv[v];
+    }
+  };
+  auto store = [&] {
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+#pragma unroll
+      for (int v = 0; v < C; ++v)
+        if (i0 + ti + RG * u < m) x_at(i0 + ti + RG * u, j0 + tj + CG * v) = acc[u][v];
+  };
   if (active) {
     // P = L_{i0,j0}·X_{j0,j0}, X_{j0,j0}(k, j) zero for k < j.
-    T acc[R][C];
-#pragma unroll
-    for (int u = 0; u < R; ++u)
-#pragma unroll
-      for (int v = 0; v < C; ++v) acc[u][v] = T(0);
-#pragma unroll 4
-    for (int k = 0; k < S; ++k) {
-      T lv[R], xv[C];
-#pragma unroll
-      for (int u = 0; u < R; ++u) lv[u] = tile[(i0 + ti + RG * u) * LD + j0 + k];
-#pragma unroll
-      for (int v = 0; v < C; ++v) xv[v] = k >= tj + CG * v ? x_at(j0 + k, j0 + tj + CG * v) : T(0);
-#pragma unroll
-      for (int u = 0; u < R; ++u)
-#pragma unroll
-        for (int v = 0; v < C; ++v) acc[u][v] += lv[u] * xv[v];
-    }
-#pragma unroll
-    for (int u = 0; u < R; ++u)
-#pragma unroll
-      for (int v = 0; v < C; ++v)
-        if (i0 + ti + RG * u < m) x_at(i0 + ti + RG * u, j0 + tj + CG * v) = acc[u][v];
+    product([&](int i, int k) { return tile[(i0 + i) * LD + j0 + k]; },
+            [&](int j, int k) { return k >= j ? x_at(j0 + k, j0 + j) : T(0); });
+    store();
   }
   __syncthreads();
-  T acc[R][C];
   if (active) {
     // X_{i0,j0} = −X_{i0,i0}·P, X_{i0,i0}(i, k) zero for k > i.
-#pragma unroll
-    for (int u = 0; u < R; ++u)
-#pragma unroll
-      for (int v = 0; v < C; ++v) acc[u][v] = T(0);
-#pragma unroll 4
-    for (int k = 0; k < S; ++k) {
-      T xv[R], pv[C];
-#pragma unroll
-      for (int u = 0; u < R; ++u) xv[u] = k <= ti + RG * u ? x_at(i0 + ti + RG * u, i0 + k) : T(0);
-#pragma unroll
-      for (int v = 0; v < C; ++v) pv[v] = x_at(i0 + k, j0 + tj + CG * v);
-#pragma unroll
-      for (int u = 0; u < R; ++u)
-#pragma unroll
-        for (int v = 0; v < C; ++v) acc[u][v] -= xv[u] * pv[v];
-    }
+    product([&](int i, int k) { return k <= i ? -x_at(i0 + i, i0 + k) : T(0); },
+            [&](int j, int k) { return x_at(i0 + k, j0 + j); });
   }
   __syncthreads();
-  if (active) {
-#pragma unroll
-    for (int u = 0; u < R; ++u)
-#pragma unroll
-      for (int v = 0; v < C; ++v)
-        if (i0 + ti + RG * u < m) x_at(i0 + ti + RG * u, j0 + tj + CG * v) = acc[u][v];
-  }
+  if (active) store();
   __syncthreads();
 }
 
