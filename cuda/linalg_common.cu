@@ -54,7 +54,7 @@ struct SmallProduct {
 
 /// One TILE × TILE block of C per CTA over the k-range where both operands can be non-zero
 /// (structured_k_range), in rounds of kSteps k-steps of 32 staged through shared memory, every load of
-/// a round in flight at once (these products are short in k: one or two memory latencies in all);
+/// a round in flight at once (one or two rounds at the default own_products_up_to_f32 of 128);
 /// each thread holds TILE/16 × TILE/16 outputs (rows ty + 16u, columns tx + 16v). The products of the
 /// recursions' lowest levels: a handful of 128-tiles would leave most SMs idle, these smaller tiles
 /// spread over more of them.

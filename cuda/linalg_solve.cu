@@ -24,8 +24,9 @@ __device__ View<const T> lower_block_view(const T* t, int64_t n, int64_t p0, int
 }
 
 /// Inverts every diagonal block of op(T) (T [n, n], see lower_block_view), one CTA per block: block
-/// p's inverse goes to out + p·out_step with rows of ldo, exact zeros in its other triangle. The grid
-/// is small (n / NB blocks), so one CTA per SM is asked for, and ptxas keeps every value in registers.
+/// p's inverse goes to out + p·out_step with rows of ldo, exact zeros in its other triangle. One CTA
+/// per SM is asked for (⌈n / NB⌉ CTAs are one wave up to n ≈ NB·SMs), which lets ptxas give a thread
+/// up to 255 registers: none spill.
 template <typename T, int NB>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     invert_blocks_kernel(const T* t, int64_t n, bool trans, bool reversed, bool unit, T* out, int64_t out_step,

@@ -40,7 +40,7 @@ std::vector<int64_t> test_sizes() {
     while (std::getline(in, item, ',')) sizes.push_back(std::stoll(item));
     return sizes;
   }
-  return {1, 2, 3, 31, 64, 65, 127, 128, 129, 255, 257, 1000};
+  return {1, 2, 3, 31, 48, 64, 65, 127, 128, 129, 255, 257, 1000};
 }
 
 sg::TensorOptions on(sg::Device device, sg::DType dtype) { return sg::TensorOptions().dtype(dtype).device(device); }
