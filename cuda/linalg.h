@@ -26,7 +26,8 @@ struct LinalgOptions {
   int64_t own_products_up_to_f32 = 128;
   int64_t own_products_up_to_f64 = 0;
   /// Triangular operands whose zeros are stored go to the GEMM as Dense (cuBLAS) instead of the
-  /// structured kernel: twice the flops, on tensor cores in float64.
+  /// structured kernel: twice the flops, at DGEMM's rate in float64, which the structured kernel's
+  /// FP64 loop does not reach on the recursions' products.
   bool dense_triangles_f32 = false;
   bool dense_triangles_f64 = true;
   /// The blocked solve's leaves (a diagonal block's inverse times kLeaf rows of the right-hand

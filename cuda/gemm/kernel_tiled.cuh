@@ -129,9 +129,9 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  // The FP64 MMA configuration runs on sm_90 code only (dmma_usable), and its 69 KB of static
-  // shared tiles exceed the 48 KB that the older targets of the default architecture list allow
-  // a block's static arrays: their code of it is a trap.
+  // The FP64 MMA configurations run on sm_90 code only (GemmFamily::dmma), and their 68–69 KB of
+  // static shared tiles exceed the 48 KB that the older targets of the default architecture list
+  // allow a block's static arrays: their code of them is a trap.
   if constexpr (Cfg::kDmma) {
     __trap();
   } else {

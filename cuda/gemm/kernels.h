@@ -44,8 +44,9 @@ template <>
 KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Tf32Wgmma>();
 template <>
 KernelInstance<TiledKernel<float>> tiled_kernel<GemmTileConfig::Float32Dmma>();
-/// The tiled kernel of float64 (DFMA).
+/// The tiled kernels of float64: DFMA, and the FP64 tensor cores.
 KernelInstance<TiledKernel<double>> tiled_f64_kernel();
+KernelInstance<TiledKernel<double>> tiled_f64_dmma_kernel();
 
 /// The wgmma tiled kernel with TMA copies, per variant (kernel_args.h).
 template <TmaVariant kVariant>

@@ -308,7 +308,7 @@ bool launch_plan(const Launch& l, const OperandCopy* a_copy = nullptr, const Ope
   const unsigned blocks = static_cast<unsigned>(cached.plan.items.size());
   KernelInstance<TiledKernel<T>> kernel;
   if constexpr (std::is_same<T, double>::value) {
-    kernel = tiled_f64_kernel();
+    kernel = config == GemmTileConfig::Float64Dmma ? tiled_f64_dmma_kernel() : tiled_f64_kernel();
   } else {
     switch (config) {
       case GemmTileConfig::Float32Large: kernel = tiled_kernel<GemmTileConfig::Float32Large>(); break;
@@ -439,6 +439,9 @@ bool launch_structured_gemm(const GemmProblem& problem, DType dtype, int device)
   const Launch l{p, cached_plan(p, dtype, device, family, options), device, caps, options};
   switch (l.cached.plan.config) {
     case GemmTileConfig::Float64: return launch_plan<double>(l);
+    case GemmTileConfig::Float64Dmma:
+      gemm_counters().dmma_f64_launches.fetch_add(1, std::memory_order_relaxed);
+      return launch_plan<double>(l);
     case GemmTileConfig::Float32Tf32Wgmma: return launch_wgmma(l, family);
     case GemmTileConfig::Float32Dmma: return launch_dmma(l);
     default: return launch_plan<float>(l);

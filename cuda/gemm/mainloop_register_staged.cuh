@@ -27,14 +27,16 @@ __device__ __forceinline__ int next_buffer(int buffer) {
 /// One k-step of the mma.sync loops. Per k8 slice: the m16n8k8 fragments of the warp's kWarpRows/16
 /// row blocks of A and kWarpCols/8 column blocks of B (fragment layouts of the PTX ISA; lane (g, t)
 /// reads A[k = t, t+4][m = g, g+8] and B[k = t, t+4][n = g] from the k-major tiles), then one MMA
-/// per pair: TF32 (the bit patterns, rounded when staged) or FP64 (each float32 widened exactly).
+/// per pair: TF32 (the bit patterns, rounded when staged) or FP64 (float64 tiles as they are, float32
+/// ones each value widened exactly).
 template <class Cfg>
-__device__ __forceinline__ void mma_sync_step(const float* a_tile, const float* b_tile,
+__device__ __forceinline__ void mma_sync_step(const typename Cfg::Scalar* a_tile, const typename Cfg::Scalar* b_tile,
                                               typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol]) {
+  using T = typename Cfg::Scalar;
   using Acc = typename Cfg::Acc;
   using Frag = std::conditional_t<Cfg::kDmma, double, uint32_t>;
   constexpr int kStride = Cfg::kStride, kRowBlocks = Cfg::kWarpRows / 16, kColBlocks = Cfg::kWarpCols / 8;
-  auto frag = [](float x) -> Frag {
+  auto frag = [](T x) -> Frag {
     if constexpr (Cfg::kDmma) return static_cast<double>(x);
     else return __float_as_uint(x);
   };
@@ -45,14 +47,17 @@ __device__ __forceinline__ void mma_sync_step(const float* a_tile, const float* 
   // g or at g ^ 4.
   const int a_rows = Cfg::warp_row() * Cfg::kWarpRows + t * kStride;
   const int b_cols = Cfg::warp_col() * Cfg::kWarpCols + t * kStride;
-  const float* a_lane[2] = {a_tile + a_rows + g, a_tile + a_rows + (g ^ 4)};
-  const float* b_lane[2] = {b_tile + b_cols + g, b_tile + b_cols + (g ^ 4)};
+  const T* a_lane[2] = {a_tile + a_rows + g, a_tile + a_rows + (g ^ 4)};
+  const T* b_lane[2] = {b_tile + b_cols + g, b_tile + b_cols + (g ^ 4)};
   // Element (ks + t + 4·h, x + g) of the lane, x a multiple of 8 below 64.
-  auto at = [](const float* const (&lane)[2], int ks, int h, int x) {
+  auto at = [](const T* const (&lane)[2], int ks, int h, int x) {
     const int s = Cfg::col_swizzle(ks + 4 * h);
     return lane[(s & 4) != 0][(ks + 4 * h) * kStride + (x ^ (s & ~7))];
   };
-#pragma unroll
+  // Float64 tiles go one k8 slice at a time: with their two slices unrolled, the FP64 loop needs more
+  // than 255 registers and spills.
+  constexpr int kUnrolledSlices = sizeof(T) == 8 ? 1 : Cfg::kKStep / 8;
+#pragma unroll(kUnrolledSlices)
   for (int ks = 0; ks < Cfg::kKStep; ks += 8) {
     Frag a_frag[kRowBlocks][4], b_frag[kColBlocks][2];
 #pragma unroll

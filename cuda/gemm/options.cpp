@@ -32,6 +32,7 @@ GemmStats gemm_stats() {
   const GemmCounters& c = gemm_counters();
   GemmStats s;
   s.dmma_launches = c.dmma_launches.load();
+  s.dmma_f64_launches = c.dmma_f64_launches.load();
   s.pipelined_launches = c.pipelined_launches.load();
   s.register_b_launches = c.register_b_launches.load();
   s.raw_block_map_launches = c.raw_block_map_launches.load();

@@ -27,6 +27,15 @@ enum class Fp32Loop : uint8_t {
   Dmma,  ///< the FP64 tensor cores for every product where they run, small ones too
 };
 
+/// Which mainloop float64 runs.
+enum class Fp64Loop : uint8_t {
+  Auto,  ///< the FP64 tensor cores (128 tiles) or DFMA (64 tiles), whichever plan the tile scheduler
+         ///< ranks first, where the device has full-rate float64 and the library holds sm_90a code;
+         ///< DFMA elsewhere
+  Dfma,  ///< DFMA everywhere
+  Dmma,  ///< the FP64 tensor cores for every product where they run
+};
+
 /// Which tensor-core mainloop TF32 runs.
 enum class Tf32Loop : uint8_t {
   Auto,                 ///< wgmma with TMA copies and every kernel of the family (sm_90a), mma.sync elsewhere
@@ -40,6 +49,7 @@ enum class Tf32Loop : uint8_t {
 struct GemmOptions {
   GemmSchedule schedule = GemmSchedule::Balanced;
   Fp32Loop fp32_loop = Fp32Loop::Auto;
+  Fp64Loop fp64_loop = Fp64Loop::Auto;
   Tf32Loop tf32_loop = Tf32Loop::Auto;
   /// Copy a k-major or Symmetric operand into the layout its kernel reads fastest before the
   /// product (outer-major for wgmma, k-major for the FP64 loop).
@@ -90,6 +100,7 @@ class GemmOptionsGuard {
 /// For the tests, which check that a product ran where it should.
 struct GemmStats {
   int64_t dmma_launches = 0;            ///< exact float32 on the FP64 tensor cores
+  int64_t dmma_f64_launches = 0;        ///< float64 on the FP64 tensor cores
   int64_t pipelined_launches = 0;       ///< the pipelined wgmma kernel
   int64_t register_b_launches = 0;      ///< the register-B kernel
   int64_t raw_block_map_launches = 0;   ///< ... that copied each k-step of B as one 3-D box
@@ -108,7 +119,7 @@ GemmStats gemm_stats();
 
 /// The counters behind gemm_stats, which the launcher bumps.
 struct GemmCounters {
-  std::atomic<int64_t> dmma_launches{0}, pipelined_launches{0}, register_b_launches{0}, raw_block_map_launches{0},
+  std::atomic<int64_t> dmma_launches{0}, dmma_f64_launches{0}, pipelined_launches{0}, register_b_launches{0}, raw_block_map_launches{0},
       tma_store_launches{0}, mirror_zero_launches{0}, tall_launches{0}, transposed_a_outputs{0}, wide_launches{0},
       wide_structured_launches{0}, wide_tma_store_launches{0}, wide_split_launches{0}, operand_copies{0},
       mirror_copies{0};

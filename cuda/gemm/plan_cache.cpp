@@ -48,6 +48,7 @@ int blocks_per_sm(GemmTileConfig config) {
     case GemmTileConfig::Float32Tf32: take(resident_blocks(tiled_kernel<GemmTileConfig::Float32Tf32>())); break;
     case GemmTileConfig::Float32Dmma: take(resident_blocks(tiled_kernel<GemmTileConfig::Float32Dmma>())); break;
     case GemmTileConfig::Float64: take(resident_blocks(tiled_f64_kernel())); break;
+    case GemmTileConfig::Float64Dmma: take(resident_blocks(tiled_f64_dmma_kernel())); break;
     case GemmTileConfig::Float32Tf32Wgmma:
       for (const KernelInstance<TmaKernel>& k :
            {tiled_tma_kernel<TmaVariant::A>(), tiled_tma_kernel<TmaVariant::B>(), tiled_tma_kernel<TmaVariant::AB>(),
@@ -177,7 +178,8 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device, con
     return PlanKey{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
                    int(dtype), device, int(options.schedule),
                    int(family.tf32) + int(family.wgmma) + 4 * int(family.dmma) +
-                       8 * int(options.fp32_loop == Fp32Loop::Dmma) + 16 * int(options.wide_split) +
+                       8 * int(options.fp32_loop == Fp32Loop::Dmma || options.fp64_loop == Fp64Loop::Dmma) +
+                       16 * int(options.wide_split) +
                        64 * int(zeros_matter && zeros_stored)};
   };
   PlanCache& cache = plan_cache();

@@ -122,14 +122,19 @@ GemmFamily select_family(DType dtype, bool tf32, const DeviceCaps& caps, const G
   GemmFamily family;
   family.tf32 = dtype == DType::Float32 && tf32 && caps.compute_capability >= 80;
   family.wgmma = family.tf32 && options.tf32_loop != Tf32Loop::MmaSync && wgmma_usable(caps);
-  family.dmma = dtype == DType::Float32 && !family.tf32 && options.fp32_loop != Fp32Loop::Fma &&
-                wgmma_usable(caps) && caps.full_rate_fp64;
+  const bool dmma_asked = dtype == DType::Float32 ? !family.tf32 && options.fp32_loop != Fp32Loop::Fma
+                                                  : options.fp64_loop != Fp64Loop::Dfma;
+  family.dmma = dmma_asked && wgmma_usable(caps) && caps.full_rate_fp64;
   return family;
 }
 
 std::vector<GemmTileConfig> tile_config_candidates(DType dtype, const GemmFamily& family,
                                                    const GemmOptions& options) {
-  if (dtype == DType::Float64) return {GemmTileConfig::Float64};
+  if (dtype == DType::Float64) {
+    if (!family.dmma) return {GemmTileConfig::Float64};
+    if (options.fp64_loop == Fp64Loop::Dmma) return {GemmTileConfig::Float64Dmma};
+    return {GemmTileConfig::Float64Dmma, GemmTileConfig::Float64};
+  }
   if (family.tf32) return {family.wgmma ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32};
   const GemmTileConfig large = family.dmma ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large;
   if (family.dmma && options.fp32_loop == Fp32Loop::Dmma) return {large};

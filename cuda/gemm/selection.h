@@ -24,8 +24,8 @@ struct DeviceCaps {
   bool tensor_maps = false;     ///< the driver encodes TMA maps (cuTensorMapEncodeTiled)
 };
 
-/// The mainloop family of a product: TF32 on tensor cores (wgmma or mma.sync), exact float32 on the
-/// FP64 tensor cores (dmma), or else FFMA / DFMA.
+/// The mainloop family of a product: TF32 on tensor cores (wgmma or mma.sync), exact float32 or
+/// float64 on the FP64 tensor cores (dmma), or else FFMA / DFMA.
 struct GemmFamily {
   bool tf32 = false;
   bool wgmma = false;

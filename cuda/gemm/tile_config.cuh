@@ -23,8 +23,8 @@ namespace sg::detail::cuda {
 // step t; one __syncthreads per k-step.
 // =============================================================================================
 
-/// The inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores; for exact float32
-/// on compute capability 9.0, FP64 tensor-core MMAs (mma.sync m16n8k8 .f64: the float32 values
+/// The inner loops of the one kernel: FFMA/DFMA outer products on CUDA cores; for float64 and exact
+/// float32 on compute capability 9.0, FP64 tensor-core MMAs (mma.sync m16n8k8 .f64; float32 values
 /// widened exactly, products exact, sums in float64, one rounding to float32 at the end); or TF32
 /// tensor-core MMAs for float32 in TF32 mode — mma.sync m16n8k8 (sm_80 and newer, per warp,
 /// fragments from shared memory through registers) or wgmma m64n128k8 (sm_90a, per warpgroup of 4
@@ -41,8 +41,8 @@ struct TileConfig {
   static constexpr bool kWgmma = kInner_ == InnerLoop::Tf32Wgmma;
   static constexpr bool kTensorCores = kMma || kWgmma;  // operands rounded to TF32 when staged
   static constexpr bool kFragments = kTensorCores || kDmma;  // accumulators in the m16n8 fragment layout
-  // The accumulators: float64 for the FP64 MMA loop (its float32 tiles widened in registers),
-  // else the element type.
+  // The accumulators: float64 for the FP64 MMA loop (float32 tiles widened in registers), else
+  // the element type.
   using Acc = std::conditional_t<kDmma, double, T>;
   static constexpr int kThreads = kThreads_;
   static constexpr int kTile = kTile_;                           // BM = BN
@@ -69,7 +69,9 @@ struct TileConfig {
   // (TF32 wgmma reads K-major operands only), 128-byte rows in the 128-byte swizzle of the
   // PTX ISA (16-byte chunk c of row r at chunk c ^ (r mod 8)); kStride = kTile keeps the
   // tile kTile·kKStep elements.
-  static constexpr int kStride = kWgmma ? kTile : kTile + (kMma || kDmma ? 8 : kVec);
+  // The FP64 loop on float64 tiles pads by 4 elements (8 words): a half-warp's 8-byte fragment loads
+  // then read rows 8 words apart, 32 distinct banks.
+  static constexpr int kStride = kWgmma ? kTile : kTile + (kMma || kDmma ? 32 / static_cast<int>(sizeof(T)) : kVec);
   // The FP64 loop's tiles are swizzled: element (k, c) sits at column c ^ col_swizzle(k). The
   // outer-major staging map's scalar stores (a warp: 32 / kKStep·kVec outers × kKStep / kVec
   // groups of 4 k, rows 4 apart that the 8-word row stride puts on one bank) then hit 32
@@ -121,8 +123,7 @@ struct TileConfig {
   static_assert(!kMma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 128 && kPerRow == 8 &&
                           kPerCol == 16 && kKStep % 8 == 0),
                 "the MMA loop: 4 warps of 64×64 over a 128 tile, k in steps of 8");
-  static_assert(!kDmma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 256 && kPerRow == 8 &&
-                           kPerCol == 8 && kKStep % 8 == 0),
+  static_assert(!kDmma || (kTile == 128 && kThreads == 256 && kPerRow == 8 && kPerCol == 8 && kKStep % 8 == 0),
                 "the FP64 MMA loop: 8 warps of 64×32 over a 128 tile, k in steps of 8");
   static_assert(!kWgmma || (std::is_same<T, float>::value && kTile == 128 && kThreads == 256 && kKStep == 32 &&
                             kLoads == kVec && kThreads * kLoads == kTile * 8),
@@ -165,6 +166,10 @@ using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
 // BK 16 once the tiles were swizzled (col_swizzle; docs/structured_gemm.md).
 using ConfigF32Dmma = TileConfig<float, 128, 32, 256, 2, 1, InnerLoop::F64Mma>;
 
+// float64 on compute capability 9.0: the same tile and warps on the FP64 tensor cores, BK 16 (two
+// k8 slices per step), so that its four shared tiles take as many bytes as the float32 loop's.
+using ConfigF64Dmma = TileConfig<double, 128, 16, 256, 2, 1, InnerLoop::F64Mma>;
+
 // TF32 mode on sm_90a: the 128 tile as two warpgroups' wgmma m64n128k8, BK 32 (four k8 slices
 // per step, one 128-byte swizzled row per tile row), two blocks per SM.
 using ConfigTf32Wgmma = TileConfig<float, 128, 32, 256, 1, 2, InnerLoop::Tf32Wgmma>;
@@ -180,6 +185,7 @@ static_assert(has_tile_shape<ConfigF32Large>(GemmTileConfig::Float32Large) &&
                   has_tile_shape<ConfigF64>(GemmTileConfig::Float64) &&
                   has_tile_shape<ConfigTf32>(GemmTileConfig::Float32Tf32) &&
                   has_tile_shape<ConfigF32Dmma>(GemmTileConfig::Float32Dmma) &&
+                  has_tile_shape<ConfigF64Dmma>(GemmTileConfig::Float64Dmma) &&
                   has_tile_shape<ConfigTf32Wgmma>(GemmTileConfig::Float32Tf32Wgmma),
               "the device configurations and the tile scheduler agree on every tile");
 

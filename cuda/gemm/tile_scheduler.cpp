@@ -39,12 +39,14 @@ struct ConfigTraits {
   double partial_scale = 1; // the partial-tile round trip of a split chunk, relative to the generic estimate
 };
 
-// The rates are multiply-adds per SM cycle (FFMA: 128; the TF32 tensor cores about 4× and 8× that
-// on mma.sync and wgmma; the FP64 tensor cores 128) times the share of them each mainloop keeps
-// busy. The wgmma loop's steps are latency-bound, and so is a chunk's partial-tile round trip: it
-// is charged 6× the generic estimate. The FP64 loop runs dense-shaped tiles about 1.2× faster than
-// FFMA, hence its efficiency of 1.0 on FFMA's scale; its partial tiles are float64 (2×). The
-// choices were tuned against measured plans.
+// The rates are multiply-adds per SM cycle (FFMA: 128; DFMA: 64; the TF32 tensor cores about 4× and
+// 8× that on mma.sync and wgmma; the FP64 tensor cores 128) times the share of them each mainloop
+// keeps busy. The wgmma loop's steps are latency-bound, and so is a chunk's partial-tile round trip:
+// it is charged 6× the generic estimate. The FP64 loop runs dense-shaped float32 tiles about 1.2×
+// faster than FFMA, hence its efficiency of 1.0 on FFMA's scale; its partial tiles are float64 (2×).
+// On float64 tiles it keeps 56 % of its rate busy and DFMA 33 % of its own (Upper·Upper at 4096), so
+// that the tensor cores take float64 products from about 768 on. The choices were tuned against
+// measured plans.
 ConfigTraits traits_of(GemmTileConfig config) {
   const TileShape s = tile_shape(config);
   switch (config) {
@@ -52,8 +54,9 @@ ConfigTraits traits_of(GemmTileConfig config) {
     case GemmTileConfig::Float32Small: return {s.rows, s.k_step, 4, 128, 0.70, 8};
     case GemmTileConfig::Float32Tf32: return {s.rows, s.k_step, 4, 512, 0.50, 8};
     case GemmTileConfig::Float32Tf32Wgmma: return {s.rows, s.k_step, 4, 1024, 0.30, 8, 6.0};
-    case GemmTileConfig::Float64: return {s.rows, s.k_step, 8, 64, 0.85, 16};
+    case GemmTileConfig::Float64: return {s.rows, s.k_step, 8, 64, 0.33, 16};
     case GemmTileConfig::Float32Dmma: return {s.rows, s.k_step, 4, 128, 1.0, 16, 2.0};
+    case GemmTileConfig::Float64Dmma: return {s.rows, s.k_step, 8, 128, 0.56, 16};
   }
   return {};
 }
@@ -276,6 +279,7 @@ const char* tile_config_name(GemmTileConfig config) {
     case GemmTileConfig::Float32Tf32Wgmma: return "Float32Tf32Wgmma";
     case GemmTileConfig::Float64: return "Float64";
     case GemmTileConfig::Float32Dmma: return "Float32Dmma";
+    case GemmTileConfig::Float64Dmma: return "Float64Dmma";
   }
   return "?";
 }

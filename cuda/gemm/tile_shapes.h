@@ -15,6 +15,7 @@ enum class GemmTileConfig : uint8_t {
   Float32Tf32,       ///< TF32 on mma.sync (sm_80+), 128 × 128 tiles, BK 16
   Float32Tf32Wgmma,  ///< TF32 on wgmma (sm_90a), 128 × 128 tiles, BK 32
   Float32Dmma,       ///< exact float32 on the FP64 tensor cores (sm_90), 128 × 128 tiles, BK 32
+  Float64Dmma,       ///< float64 on the FP64 tensor cores (sm_90), 128 × 128 tiles, BK 16
 };
 const char* tile_config_name(GemmTileConfig config);
 
@@ -32,6 +33,7 @@ inline constexpr TileShape tile_shape(GemmTileConfig config) {
     case GemmTileConfig::Float32Tf32: return {128, 128, 16};
     case GemmTileConfig::Float32Tf32Wgmma: return {128, 128, 32};
     case GemmTileConfig::Float32Dmma: return {128, 128, 32};
+    case GemmTileConfig::Float64Dmma: return {128, 128, 16};
   }
   return {0, 0, 0};
 }

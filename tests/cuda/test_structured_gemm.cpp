@@ -54,13 +54,15 @@ const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 /// float32 (exact: on its default loops, the FP64 tensor cores for the large tiles on compute
 /// capability 9.0 and FFMA for the small ones; forced to FFMA; on the FP64 tensor cores at every
 /// size, where they run, with the operands read in place and with the Symmetric and outer-major
-/// ones copied k-major first at every size — the copies poisoned with NaN beforehand), float64,
-/// and float32 in TF32 mode: on its default tensor-core loop (wgmma
+/// ones copied k-major first at every size — the copies poisoned with NaN beforehand), float64 (on
+/// its default loops, the FP64 tensor cores or DFMA by the plans' estimates; forced to DFMA; on
+/// the FP64 tensor cores at every size, where they run), and float32 in TF32 mode: on its default tensor-core loop (wgmma
 /// with TMA copies on an sm_90a build on compute capability 9.0, else mma.sync) with the
 /// k-major and Symmetric operands read in place (relayout off) and copied outer-major first
 /// (relayout on at every size that has TMA copies), on the wgmma loop with every tile
 /// register-staged, and forced to mma.sync.
-/// Exact float32's loop (cu::Fp32Loop in a CUDA build; the CPU-only build has none).
+/// The loop of exact float32 and float64 (cu::Fp32Loop, cu::Fp64Loop in a CUDA build; the CPU-only
+/// build has none): Fma is FFMA or DFMA.
 enum class ExactLoop { Auto, Fma, Dmma };
 
 struct GemmPrecision {
@@ -89,6 +91,9 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
       o.fp32_loop = precision.fp32_loop == ExactLoop::Fma    ? cu::Fp32Loop::Fma
                     : precision.fp32_loop == ExactLoop::Dmma ? cu::Fp32Loop::Dmma
                                                              : cu::Fp32Loop::Auto;
+      o.fp64_loop = precision.fp32_loop == ExactLoop::Fma    ? cu::Fp64Loop::Dfma
+                    : precision.fp32_loop == ExactLoop::Dmma ? cu::Fp64Loop::Dmma
+                                                             : cu::Fp64Loop::Auto;
     });
 #endif
     g_max_rel_error = 0;
@@ -184,6 +189,8 @@ TEST_P(CudaGemm, LargeMatmulTableProductsAt4096) {
   // reference.)
   if (!GetParam().tf32 && GetParam().relayout)
     GTEST_SKIP() << "float32_dmma_copied: the copies are checked at 1000 and 1024, their loop at 4096 by float32_dmma";
+  if (GetParam().dtype == sg::kFloat64 && GetParam().fp32_loop != ExactLoop::Auto)
+    GTEST_SKIP() << "a forced float64 loop: its loops are checked at 1000 and 1024, the default ones at 4096 by float64";
   std::mt19937_64 rng(4);
   for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
 }
@@ -195,9 +202,8 @@ TEST_P(CudaGemm, MatmulIssuedProductsWithTheirInvariantsAt2048) {
   // One instance per precision as the library runs it: the others force a loop or a relayout
   // setting that this test overrides or that matmul never picks on its own where wgmma runs.
   const GemmPrecision& precision = GetParam();
-  if (precision.dtype == sg::kFloat64) GTEST_SKIP() << "float64 runs one loop, checked at 4096 by the table";
   if (precision.fp32_loop != ExactLoop::Auto || precision.relayout || precision.mma_sync || precision.staged)
-    GTEST_SKIP() << "a forced loop or relayout: the default float32 and tf32 instances run this at 2048";
+    GTEST_SKIP() << "a forced loop or relayout: the default float32, float64 and tf32 instances run this at 2048";
 #if defined(SG_WITH_CUDA)
   set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Auto; });
 #endif
@@ -225,6 +231,10 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                                            GemmPrecision{sg::kFloat32, false, false, false, true,
                                                          ExactLoop::Dmma},
                                            GemmPrecision{sg::kFloat64, false},
+                                           GemmPrecision{sg::kFloat64, false, false, false, false,
+                                                         ExactLoop::Fma},
+                                           GemmPrecision{sg::kFloat64, false, false, false, false,
+                                                         ExactLoop::Dmma},
                                            GemmPrecision{sg::kFloat32, true},
                                            GemmPrecision{sg::kFloat32, true, false, false, true},
                                            GemmPrecision{sg::kFloat32, true, false, true},
@@ -460,6 +470,70 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
       EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat32) << ": " << checked.failure;
       EXPECT_LE(checked.rel_error, 1e-7) << describe(q, sg::kFloat32);
     }
+  }
+}
+
+TEST(CudaGemmFp64Loop, Float64RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
+  // float64 plans on the FP64 tensor cores (128 tiles) beside DFMA (64 tiles) on an sm_90a build on
+  // compute capability 9.0 with full-rate float64, and at 4096 the tensor cores' plan wins; DFMA
+  // elsewhere and when forced. On the tensor cores (forced at every size) every product of the
+  // matmul table, with edge tiles (300, 1000), matches the reference with C poisoned, one launch each.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  g_tf32 = false;
+  GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  p.lda = p.ldb = p.ldc = p.n;
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config,
+            fp64_cores ? GemmTileConfig::Float64Dmma : GemmTileConfig::Float64);
+  set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dfma; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, GemmTileConfig::Float64);
+  set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dmma; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config,
+            fp64_cores ? GemmTileConfig::Float64Dmma : GemmTileConfig::Float64);
+  if (!fp64_cores) GTEST_SKIP() << "float64 runs on DFMA here (checked above); no FP64 tensor-core loop to run";
+  std::mt19937_64 rng(10);
+  for (int64_t n : {300, 1000}) {
+    for (const GemmProblem& q : matmul_table_products(n)) {
+      GemmProblem planned = q;  // (run_and_compare sets the leading dimensions itself)
+      planned.lda = planned.ldb = planned.ldc = n;
+      ASSERT_EQ(cu::structured_gemm_plan(planned, sg::kFloat64, 0).config, GemmTileConfig::Float64Dmma)
+          << describe(q, sg::kFloat64);
+      const int64_t launches = cu::gemm_stats().dmma_f64_launches;
+      const Checked checked = run_and_compare(kCuda0, q, sg::kFloat64, rng);
+      EXPECT_EQ(cu::gemm_stats().dmma_f64_launches, launches + 1) << describe(q, sg::kFloat64);
+      EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat64) << ": " << checked.failure;
+      EXPECT_LE(checked.rel_error, tolerance(sg::kFloat64)) << describe(q, sg::kFloat64);
+    }
+  }
+}
+
+TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
+  // In float64 sg::matmul's Symmetric tensors hold their mirrors, so Sym·Dense, Dense·Sym and Sym·Sym
+  // are Dense·Dense products and run on cuBLAS DGEMM: no structured launch, where Dense·Upper takes
+  // one on the FP64 tensor cores; every result matches the CPU's.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
+  const int64_t n = 1024;
+  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+  const sg::Tensor s = sg::Symmetric::randn(n, f64), t = sg::Symmetric::randn(n, f64), d = sg::randn({n, n}, f64);
+  const sg::Tensor u = sg::UpperTriangular::randn(n, f64);
+  struct Case {
+    const char* name;
+    sg::Tensor a, b;
+    int64_t launches;  // on the FP64 tensor cores
+  };
+  for (const Case& c : {Case{"Sym·Dense", s, d, 0}, Case{"Dense·Sym", d, s, 0}, Case{"Sym·Sym", s, t, 0},
+                        Case{"Dense·Upper", d, u, 1}}) {
+    const int64_t before = cu::gemm_stats().dmma_f64_launches;
+    const sg::Tensor got = sg::matmul(c.a.to(kCuda0), c.b.to(kCuda0));
+    if (fp64_cores) EXPECT_EQ(cu::gemm_stats().dmma_f64_launches - before, c.launches) << c.name;
+    EXPECT_LE(sgtest::rel_error(got.to(sg::kCPU).to_vector(), sg::matmul(c.a, c.b).to_vector()), 1e-12) << c.name;
   }
 }
 
@@ -1025,10 +1099,11 @@ struct LoopMode {
   sg::DType dtype;
   bool tf32;
   cu::Fp32Loop loop;
+  cu::Fp64Loop fp64 = cu::Fp64Loop::Auto;
 };
 
-/// The modes device 0 runs: TF32 on the wgmma loop and exact float32 on the FP64 tensor cores
-/// where this build and device have them, exact float32 on FFMA and float64 everywhere.
+/// The modes device 0 runs: TF32 on the wgmma loop and exact float32 and float64 on the FP64 tensor
+/// cores where this build and device have them, exact float32 on FFMA and float64 on DFMA everywhere.
 std::vector<LoopMode> loop_modes() {
   int ratio = 0;
   EXPECT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
@@ -1037,7 +1112,9 @@ std::vector<LoopMode> loop_modes() {
   if (sm90a_code_runs() && ratio <= 2)
     modes.push_back({"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma});
   modes.push_back({"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma});
-  modes.push_back({"float64", sg::kFloat64, false, cu::Fp32Loop::Auto});
+  if (sm90a_code_runs() && ratio <= 2)
+    modes.push_back({"float64 on the FP64 tensor cores", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Fp64Loop::Dmma});
+  modes.push_back({"float64 on DFMA", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Fp64Loop::Dfma});
   return modes;
 }
 
@@ -1045,7 +1122,10 @@ std::vector<LoopMode> loop_modes() {
 void use(const LoopMode& mode) {
   g_tf32 = mode.tf32;
   sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-  set_option([&](cu::GemmOptions& o) { o.fp32_loop = mode.loop; });
+  set_option([&](cu::GemmOptions& o) {
+    o.fp32_loop = mode.loop;
+    o.fp64_loop = mode.fp64;
+  });
 }
 
 TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
@@ -1054,7 +1134,7 @@ TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
   // copied zeros instead of writing them, and the register-staged loops (exact float32 on the
   // FP64 tensor cores and on FFMA) read its diagonal-crossing k-steps as they lie, unmasked; the
   // unvouched operand (the upstream gradient of dA and dB, random outside its structure) still
-  // gets them written or masked (float64 too, on its DFMA loop). The products of matmul's
+  // gets them written or masked (float64 too, on both its loops). The products of matmul's
   // Upper·Upper and Dense·Upper, forward
   // and backward, with edge tiles (300), split tiles (640) and on Auto at 1024 and 2048 (A copied
   // for dB at 2048 in TF32), against the reference; also the zero tiles of the Upper mask,
@@ -1516,7 +1596,7 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
 
 TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
   // GemmProblem::c_zeros_stored on the kernels that run from plan_structured_gemm's plans: exact
-  // float32 on FFMA and on the FP64 tensor cores, float64, and TF32's register-B, pipelined and
+  // float32 on FFMA and on the FP64 tensor cores, float64 on DFMA and on them, and TF32's register-B, pipelined and
   // mma.sync kernels. Their plans leave out the tiles wholly below the diagonal where C holds its
   // zeros, as the tall and wide kernels' do: run_and_compare's sentinel below the diagonal must stay
   // in exactly the plan's tiles (its tile size) that lie wholly below it, and nowhere without the
@@ -1531,9 +1611,13 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
     cu::Fp32Loop fp32;
     cu::Tf32Loop tf32_loop;
     cu::Choice register_b;
+    cu::Fp64Loop fp64 = cu::Fp64Loop::Auto;
   };
   const std::vector<Loop> loops = {
-      {"float64", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::Choice::Auto},
+      {"float64 on DFMA", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto, cu::Choice::Auto,
+       cu::Fp64Loop::Dfma},
+      {"float64 on the FP64 tensor cores", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Tf32Loop::Auto,
+       cu::Choice::Auto, cu::Fp64Loop::Dmma},
       {"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma, cu::Tf32Loop::Auto, cu::Choice::Auto},
       {"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma, cu::Tf32Loop::Auto,
        cu::Choice::Auto},
@@ -1547,6 +1631,7 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
     g_tf32 = loop.tf32;
     sg::set_matmul_precision(loop.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
     set_option([&](cu::GemmOptions& o) { o.fp32_loop = loop.fp32; });
+    set_option([&](cu::GemmOptions& o) { o.fp64_loop = loop.fp64; });
     set_option([&](cu::GemmOptions& o) { o.register_b = loop.register_b; });
     set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Never; });
     set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Never; });

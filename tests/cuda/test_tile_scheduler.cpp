@@ -46,7 +46,7 @@ TEST(TileScheduler, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
   };
   for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
                                 GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
-                                GemmTileConfig::Float32Dmma}) {
+                                GemmTileConfig::Float32Dmma, GemmTileConfig::Float64Dmma}) {
     for (int64_t n : {1, 129, 1000, 4096})
     for (const GemmProblem& p :
          {square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper),
@@ -120,7 +120,7 @@ TEST(TileScheduler, PlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZerosAndK
   const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
   for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
                                 GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
-                                GemmTileConfig::Float32Dmma}) {
+                                GemmTileConfig::Float32Dmma, GemmTileConfig::Float64Dmma}) {
     for (int64_t n : {129, 1000, 2048, 4096}) {
       for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, dense_t, OutputMask::Upper)}) {
         const std::string what = std::string(sg::detail::cuda::tile_config_name(config)) + ", " + describe(p, sg::kFloat32);
