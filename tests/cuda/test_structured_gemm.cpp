@@ -326,28 +326,61 @@ bool wgmma_loop_runs() {
   return cu::structured_gemm_plan(probe, sg::kFloat32, 0).config == cu::GemmTileConfig::Float32Tf32Wgmma;
 }
 
+/// Upper·Upper operands of order 200 with infinities and a NaN inside A's structure (rows 3, 5, 9),
+/// and the float64 reference, which sums k = i … j only (the structure's non-zeros).
+struct PoisonedUpperProduct {
+  static constexpr int64_t n = 200;
+  const std::vector<int64_t> poisoned_rows = {3, 5, 9};
+  sg::Tensor a, b;  // float64, on the CPU
+  std::vector<double> ref;
+
+  PoisonedUpperProduct() {
+    auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+    std::vector<double> av = sg::UpperTriangular::randn(n, f64).to_vector();
+    const std::vector<double> bv = sg::UpperTriangular::randn(n, f64).to_vector();
+    av[3 * n + 10] = std::numeric_limits<double>::infinity();   // row 3: ±inf from column 10 on
+    av[5 * n + 7] = std::numeric_limits<double>::quiet_NaN();   // row 5: NaN from column 7 on
+    av[9 * n + 150] = -std::numeric_limits<double>::infinity();  // row 9: ±inf from column 150 on
+    a = sg::as_upper(sg::from_vector(av, {n, n}, f64));
+    b = sg::as_upper(sg::from_vector(bv, {n, n}, f64));
+    ref.assign(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i; j < n; ++j)
+        for (int64_t k = i; k <= j; ++k) ref[i * n + j] += av[i * n + k] * bv[k * n + j];
+  }
+
+  /// Checks a computed product: every NaN and infinity of the reference exactly, the rows without
+  /// them finite and within `abs_tol` + `rel_tol`·|ref|. (Outputs of a poisoned row where the
+  /// reference is finite are not checked: the kernels multiply the infinity by the structural zeros
+  /// inside its tile, inf · 0 = NaN, where the reference skips them.)
+  void check(const std::vector<double>& out, double abs_tol, double rel_tol, const std::string& what) const {
+    int nonfinite = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool poisoned = std::count(poisoned_rows.begin(), poisoned_rows.end(), i) > 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double r = ref[i * n + j], o = out[i * n + j];
+        if (std::isnan(r)) {
+          EXPECT_TRUE(std::isnan(o)) << what << ", (" << i << ", " << j << "): " << o;
+          ++nonfinite;
+        } else if (std::isinf(r)) {
+          EXPECT_EQ(o, r) << what << ", (" << i << ", " << j << ")";
+          ++nonfinite;
+        } else if (!poisoned) {
+          ASSERT_TRUE(std::isfinite(o)) << what << ", (" << i << ", " << j << ")";
+          EXPECT_NEAR(o, r, abs_tol + rel_tol * std::fabs(r)) << what << ", (" << i << ", " << j << ")";
+        }
+      }
+    }
+    EXPECT_EQ(nonfinite, (n - 10) + (n - 7) + (n - 150)) << what;
+  }
+};
+
 TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   // The TF32 loops round operands in registers (the wgmma loop by adding half a TF32 ulp and
   // letting the tensor cores drop the low bits): an infinity must stay an infinity and a NaN a
-  // NaN, and rows without them must stay finite and accurate. (Outputs of a poisoned row where
-  // the float64 reference is finite are not checked: the kernels multiply the infinity by the
-  // structural zeros inside its tile, inf · 0 = NaN, where the reference skips them.)
+  // NaN, and rows without them must stay finite and accurate.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const int64_t n = 200;
-  auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
-  std::vector<double> a = sg::UpperTriangular::randn(n, f64).to_vector();
-  const std::vector<double> b = sg::UpperTriangular::randn(n, f64).to_vector();
-  const std::vector<int64_t> poisoned_rows = {3, 5, 9};
-  a[3 * n + 10] = std::numeric_limits<double>::infinity();   // row 3: ±inf from column 10 on
-  a[5 * n + 7] = std::numeric_limits<double>::quiet_NaN();   // row 5: NaN from column 7 on
-  a[9 * n + 150] = -std::numeric_limits<double>::infinity();  // row 9: ±inf from column 150 on
-  const sg::Tensor a64 = sg::as_upper(sg::from_vector(a, {n, n}, f64));
-  const sg::Tensor b64 = sg::as_upper(sg::from_vector(b, {n, n}, f64));
-  // The reference sums k = i … j only (the structure's non-zeros), in float64.
-  std::vector<double> ref(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i; j < n; ++j)
-      for (int64_t k = i; k <= j; ++k) ref[i * n + j] += a[i * n + k] * b[k * n + j];
+  const PoisonedUpperProduct product;
   // Modes: exact float32 (on the FP64 tensor cores where they run, and mode 7 on FFMA); TF32 on
   // the default loop (on sm_90a, the directly TMA'd tiles reach the tensor cores unrounded:
   // truncation keeps infinities and the quiet NaN too; the raw TMA'd ones are rounded when
@@ -369,25 +402,22 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
     set_option([&](cu::GemmOptions& o) { o.relayout = mode >= 5 ? cu::Choice::Always
                                                      : cu::Choice::Never; });
     const std::vector<double> out =
-        sg::matmul(a64.to(sg::kFloat32).to(kCuda0), b64.to(sg::kFloat32).to(kCuda0)).to_vector();
-    int nonfinite = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const bool poisoned = std::count(poisoned_rows.begin(), poisoned_rows.end(), i) > 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const double r = ref[i * n + j], o = out[i * n + j];
-        if (std::isnan(r)) {
-          EXPECT_TRUE(std::isnan(o)) << "mode " << mode << ", (" << i << ", " << j << "): " << o;
-          ++nonfinite;
-        } else if (std::isinf(r)) {
-          EXPECT_EQ(o, r) << "mode " << mode << ", (" << i << ", " << j << ")";
-          ++nonfinite;
-        } else if (!poisoned) {
-          ASSERT_TRUE(std::isfinite(o)) << "mode " << mode << ", (" << i << ", " << j << ")";
-          EXPECT_NEAR(o, r, 0.02 + 0.01 * std::fabs(r)) << "mode " << mode << ", (" << i << ", " << j << ")";
-        }
-      }
-    }
-    EXPECT_EQ(nonfinite, (n - 10) + (n - 7) + (n - 150)) << "mode " << mode;
+        sg::matmul(product.a.to(sg::kFloat32).to(kCuda0), product.b.to(sg::kFloat32).to(kCuda0)).to_vector();
+    product.check(out, 0.02, 0.01, "mode " + std::to_string(mode));
+  }
+}
+
+TEST(MatmulPrecision, Float64InfinitiesAndNaNsPropagateOnBothLoops) {
+  // float64 on DFMA and on the FP64 tensor cores (each forced, where it runs): the same poisoned
+  // product, its finite rows to float64 accuracy.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const PoisonedUpperProduct product;
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  for (const cu::Fp64Loop loop : {cu::Fp64Loop::Dfma, cu::Fp64Loop::Dmma}) {
+    set_option([&](cu::GemmOptions& o) { o.fp64_loop = loop; });
+    const std::vector<double> out = sg::matmul(product.a.to(kCuda0), product.b.to(kCuda0)).to_vector();
+    product.check(out, 1e-12, 1e-12, loop == cu::Fp64Loop::Dfma ? "DFMA" : "FP64 tensor cores");
   }
 }
 #endif
