@@ -463,6 +463,50 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::Auto; });
 }
 
+/// An FP64 tensor-core loop and the CUDA-core loop it stands beside, for one dtype.
+struct TensorCoreLoop {
+  sg::DType dtype;
+  GemmTileConfig cores, fallback;
+  int64_t cu::GemmStats::*launches;              // the counter of its launches
+  void (*force)(cu::GemmOptions&, int choice);  // 0: Auto, 1: the CUDA cores, 2: the tensor cores
+  double bound;                                  // relative error against the reference
+  uint64_t seed;
+};
+
+/// Upper·Upper at 4096 plans on `loop`'s tensor cores on an sm_90a build on compute capability 9.0
+/// with full-rate float64 (on the CUDA cores elsewhere and when forced); on the tensor cores (forced
+/// at every size) every product of the matmul table, with edge tiles (300, 1000), takes one launch
+/// and matches the reference with C poisoned.
+void expect_tensor_core_loop(const TensorCoreLoop& loop) {
+  int ratio = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  g_tf32 = false;  // the problems below are exact
+  GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  p.lda = p.ldb = p.ldc = p.n;
+  for (int choice : {0, 1, 2}) {
+    set_option([&](cu::GemmOptions& o) { loop.force(o, choice); });
+    EXPECT_EQ(cu::structured_gemm_plan(p, loop.dtype, 0).config, fp64_cores && choice != 1 ? loop.cores : loop.fallback)
+        << "choice " << choice;
+  }
+  if (!fp64_cores) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build (the plans are checked above)";
+  std::mt19937_64 rng(loop.seed);
+  for (int64_t n : {300, 1000}) {
+    for (const GemmProblem& q : matmul_table_products(n)) {
+      GemmProblem planned = q;  // (run_and_compare sets the leading dimensions itself)
+      planned.lda = planned.ldb = planned.ldc = n;
+      ASSERT_EQ(cu::structured_gemm_plan(planned, loop.dtype, 0).config, loop.cores) << describe(q, loop.dtype);
+      const int64_t launches = cu::gemm_stats().*loop.launches;
+      const Checked checked = run_and_compare(kCuda0, q, loop.dtype, rng);
+      EXPECT_EQ(cu::gemm_stats().*loop.launches, launches + 1) << describe(q, loop.dtype);
+      EXPECT_TRUE(checked.failure.empty()) << describe(q, loop.dtype) << ": " << checked.failure;
+      EXPECT_LE(checked.rel_error, loop.bound) << describe(q, loop.dtype);
+    }
+  }
+}
+
 TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
   // Exact float32 takes the FP64 tensor cores on an sm_90a build on compute capability 9.0 with
   // full-rate float64, FFMA elsewhere and when forced. On the FP64 loop (forced at every size)
@@ -470,75 +514,26 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
   // rounding of the result (products exact, sums in float64): a relative error of at most
   // 2⁻²⁴ ≈ 6e-8 per element, plus the float64 sums' own, far smaller.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  g_tf32 = false;  // the problems below are exact float32
-  GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
-  p.lda = p.ldb = p.ldc = p.n;
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config,
-            fp64_cores ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
-  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Fma; });
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Large);
-  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Auto; });
-  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config,
-            fp64_cores ? GemmTileConfig::Float32Dmma : GemmTileConfig::Float32Large);
-  if (!fp64_cores) GTEST_SKIP() << "exact float32 runs on FFMA here (checked above); no FP64 tensor-core loop to run";
-  std::mt19937_64 rng(9);
-  for (int64_t n : {300, 1000}) {
-    for (const GemmProblem& q : matmul_table_products(n)) {
-      GemmProblem planned = q;  // (run_and_compare sets the leading dimensions itself)
-      planned.lda = planned.ldb = planned.ldc = n;
-      ASSERT_EQ(cu::structured_gemm_plan(planned, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma)
-          << describe(q, sg::kFloat32);
-      const int64_t launches = cu::gemm_stats().dmma_launches;
-      const Checked checked = run_and_compare(kCuda0, q, sg::kFloat32, rng);
-      EXPECT_EQ(cu::gemm_stats().dmma_launches, launches + 1) << describe(q, sg::kFloat32);
-      EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat32) << ": " << checked.failure;
-      EXPECT_LE(checked.rel_error, 1e-7) << describe(q, sg::kFloat32);
-    }
-  }
+  expect_tensor_core_loop({sg::kFloat32, GemmTileConfig::Float32Dmma, GemmTileConfig::Float32Large,
+                           &cu::GemmStats::dmma_launches,
+                           [](cu::GemmOptions& o, int choice) {
+                             o.fp32_loop = choice == 1 ? cu::Fp32Loop::Fma : choice == 2 ? cu::Fp32Loop::Dmma
+                                                                                         : cu::Fp32Loop::Auto;
+                           },
+                           1e-7, 9});
 }
 
 TEST(CudaGemmFp64Loop, Float64RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
-  // float64 plans on the FP64 tensor cores (128 tiles) beside DFMA (64 tiles) on an sm_90a build on
-  // compute capability 9.0 with full-rate float64, and at 4096 the tensor cores' plan wins; DFMA
-  // elsewhere and when forced. On the tensor cores (forced at every size) every product of the
-  // matmul table, with edge tiles (300, 1000), matches the reference with C poisoned, one launch each.
+  // float64 plans on the FP64 tensor cores (128 tiles) beside DFMA (64 tiles), and at 4096 the
+  // tensor cores' plan wins; the float64 bound of the suite.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  g_tf32 = false;
-  GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
-  p.lda = p.ldb = p.ldc = p.n;
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config,
-            fp64_cores ? GemmTileConfig::Float64Dmma : GemmTileConfig::Float64);
-  set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dfma; });
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, GemmTileConfig::Float64);
-  set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dmma; });
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config,
-            fp64_cores ? GemmTileConfig::Float64Dmma : GemmTileConfig::Float64);
-  if (!fp64_cores) GTEST_SKIP() << "float64 runs on DFMA here (checked above); no FP64 tensor-core loop to run";
-  std::mt19937_64 rng(10);
-  for (int64_t n : {300, 1000}) {
-    for (const GemmProblem& q : matmul_table_products(n)) {
-      GemmProblem planned = q;  // (run_and_compare sets the leading dimensions itself)
-      planned.lda = planned.ldb = planned.ldc = n;
-      ASSERT_EQ(cu::structured_gemm_plan(planned, sg::kFloat64, 0).config, GemmTileConfig::Float64Dmma)
-          << describe(q, sg::kFloat64);
-      const int64_t launches = cu::gemm_stats().dmma_f64_launches;
-      const Checked checked = run_and_compare(kCuda0, q, sg::kFloat64, rng);
-      EXPECT_EQ(cu::gemm_stats().dmma_f64_launches, launches + 1) << describe(q, sg::kFloat64);
-      EXPECT_TRUE(checked.failure.empty()) << describe(q, sg::kFloat64) << ": " << checked.failure;
-      EXPECT_LE(checked.rel_error, tolerance(sg::kFloat64)) << describe(q, sg::kFloat64);
-    }
-  }
+  expect_tensor_core_loop({sg::kFloat64, GemmTileConfig::Float64Dmma, GemmTileConfig::Float64,
+                           &cu::GemmStats::dmma_f64_launches,
+                           [](cu::GemmOptions& o, int choice) {
+                             o.fp64_loop = choice == 1 ? cu::Fp64Loop::Dfma : choice == 2 ? cu::Fp64Loop::Dmma
+                                                                                          : cu::Fp64Loop::Auto;
+                           },
+                           tolerance(sg::kFloat64), 10});
 }
 
 TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
