@@ -1,6 +1,6 @@
 // The matmul op family timed through the public API only — every structure pair of
 // {Dense, Upper, Symmetric, Lower} and gram, forward and forward + backward — so that one source times any
-// build of the library, and two builds can be compared in one run on one GPU (scripts/device_ab.sh).
+// build of the library, and two builds can be compared in one run on one GPU (scripts/ab_table.py).
 // CUDA events on the library's stream, three warm-ups, the median of --reps, inputs rotated through
 // enough copies to exceed the L2 cache. Prints one line per workload and writes a CSV with --csv.
 // Usage: bench_matmul_cuda [--n 1024,4096] [--precision float32,tf32,float64] [--reps 15] [--csv FILE]

@@ -22,6 +22,7 @@
 #include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
 #include "cuda/check.h"
+#include "cuda/gemm/selection.h"
 #include "cuda/kernel_util.cuh"
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
@@ -640,23 +641,26 @@ void CudaBackend::random(Tensor& out, RandomKind kind, uint64_t seed, uint64_t o
 }
 
 namespace {
-/// Dense·Dense with a Full mask goes to cuBLAS; every other product to the structured GEMM. In
-/// float64 a Symmetric operand whose mirror is stored counts as the Dense matrix it is: DGEMM runs a
-/// whole product faster than the structured GEMM's FP64 loop (docs/structured_gemm.md).
-bool dense_product(const GemmProblem& p, DType dtype) {
-  auto dense = [dtype](const GemmOperand& d) {
-    return d.kind == OperandKind::Dense ||
-           (dtype == DType::Float64 && d.kind == OperandKind::Symmetric && d.mirror_stored);
-  };
-  return dense(p.a) && dense(p.b) && p.mask == OutputMask::Full;
+/// The product as the choice between cuBLAS and the structured GEMM sees it: in float64 a Symmetric
+/// operand whose mirror is stored is the Dense matrix it is, since DGEMM runs a whole product faster
+/// than the structured GEMM's float64 loops (docs/structured_gemm.md).
+GemmProblem as_stored(const GemmProblem& p, DType dtype) {
+  return dtype == DType::Float64 ? with_stored_mirrors_as_dense(p, false) : p;
+}
+
+/// Dense·Dense with a Full mask goes to cuBLAS; every other product to the structured GEMM.
+bool dense_product(const GemmProblem& p) {
+  return p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
 }
 }  // namespace
 
-bool CudaBackend::gemm(const GemmProblem& p, DType dtype) {
-  SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "cuda gemm: negative size m = ", p.m, ", n = ", p.n, ", k = ", p.k);
-  if (p.m == 0 || p.n == 0) return false;
+bool CudaBackend::gemm(const GemmProblem& problem, DType dtype) {
+  SG_CHECK(problem.m >= 0 && problem.n >= 0 && problem.k >= 0, "cuda gemm: negative size m = ", problem.m,
+           ", n = ", problem.n, ", k = ", problem.k);
+  if (problem.m == 0 || problem.n == 0) return false;
   DeviceGuard guard(device_);
-  if (!dense_product(p, dtype)) return launch_structured_gemm(p, dtype, device_);
+  const GemmProblem p = as_stored(problem, dtype);
+  if (!dense_product(p)) return launch_structured_gemm(problem, dtype, device_);
   if (p.k == 0) {  // an empty sum: C = 0 (all-zero bytes are 0.0 in float and double), or C unchanged
     if (p.accumulate) return false;
     const size_t element = element_size(dtype);
@@ -673,7 +677,7 @@ bool CudaBackend::gemm(const GemmProblem& p, DType dtype) {
 }
 
 bool CudaBackend::writes_transposed_a(const GemmProblem& p, DType dtype) {
-  return !dense_product(p, dtype) && p.k > 0 && ::sg::detail::cuda::writes_transposed_a(p, dtype, device_);
+  return !dense_product(as_stored(p, dtype)) && p.k > 0 && ::sg::detail::cuda::writes_transposed_a(p, dtype, device_);
 }
 
 void CudaBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) {

@@ -9,7 +9,8 @@ namespace sg::detail {
 namespace cuda {
 
 /// Thrust for elementwise maps, own kernels for reductions, layout and structure ops,
-/// cuBLAS for Dense·Dense products, the structured GEMM (cuda/structured_gemm.h) otherwise.
+/// cuBLAS for Dense·Dense products (float64 Symmetric operands with stored mirrors count as Dense),
+/// the structured GEMM (cuda/structured_gemm.h) otherwise.
 /// cuda_backend.cu holds most of it; select_kernels.cu the comparisons, arg reductions, gathers,
 /// scatters and random integers.
 class CudaBackend final : public Backend {

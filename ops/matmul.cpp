@@ -2,8 +2,8 @@
 //
 // The dispatch table below maps (lhs structure, rhs structure) to the result's structure
 // and the output mask; the device's backend then runs the product (CPU: Eigen GEMM for
-// Dense·Dense, the blocked structured GEMM otherwise; CUDA: cuBLAS for Dense·Dense, the
-// structured kernel otherwise). Every product, forward and backward, is one call
+// Dense·Dense, the blocked structured GEMM otherwise; CUDA: cuBLAS for Dense·Dense and for float64
+// products of Symmetric matrices with stored mirrors, the structured kernel otherwise). Every product, forward and backward, is one call
 //   C = alpha · op(A) · op(B)
 // with operand descriptors (Dense / Upper / Lower / Symmetric, transposed or not) and an
 // output mask, so backward computes only what each input's structure needs:

@@ -129,7 +129,7 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_kernel(const GemmArgs<typename Cfg::Scalar> args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  // The FP64 MMA configurations run on sm_90 code only (GemmFamily::dmma), and their 68–69 KB of
+  // The FP64 MMA configurations run on sm_90 code only (GemmFamily::dmma), and their 66–68 KiB of
   // static shared tiles exceed the 48 KB that the older targets of the default architecture list
   // allow a block's static arrays: their code of them is a trap.
   if constexpr (Cfg::kDmma) {

@@ -136,7 +136,8 @@ struct Launch {
 Storage split_workspace(const CachedPlan& cached, int device, size_t element_bytes) {
   const GemmTileConfig config = cached.plan.config;
   const size_t tile = static_cast<size_t>(tile_shape(config).rows);
-  const size_t acc_bytes = config == GemmTileConfig::Float32Dmma ? sizeof(double) : element_bytes;
+  const bool fp64_loop = config == GemmTileConfig::Float32Dmma || config == GemmTileConfig::Float64Dmma;
+  const size_t acc_bytes = fp64_loop ? sizeof(double) : element_bytes;
   return Storage(static_cast<size_t>(cached.plan.partial_tiles) * tile * tile * acc_bytes,
                  Device(DeviceType::CUDA, device));
 }

@@ -43,8 +43,8 @@ __device__ __forceinline__ void mma_sync_step(const typename Cfg::Scalar* a_tile
   const int t = threadIdx.x & 3, g = (threadIdx.x & 31) >> 2;
   // Lane (g, t) reads rows k = ks + t and ks + t + 4 at columns x + g, x a multiple of 8: in the
   // swizzled tile (TileConfig::col_swizzle, the same for the 4 rows of each) column
-  // (x ^ s) + (g ^ s mod 8), s = col_swizzle(k): a compile-time offset from the lane's base at
-  // g or at g ^ 4.
+  // (x ^ s) + (g ^ s mod 8), s = col_swizzle(k): an offset from the lane's base at g or at g ^ 4,
+  // known at compile time where the slices are unrolled.
   const int a_rows = Cfg::warp_row() * Cfg::kWarpRows + t * kStride;
   const int b_cols = Cfg::warp_col() * Cfg::kWarpCols + t * kStride;
   const T* a_lane[2] = {a_tile + a_rows + g, a_tile + a_rows + (g ^ 4)};

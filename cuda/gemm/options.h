@@ -52,7 +52,7 @@ struct GemmOptions {
   Fp64Loop fp64_loop = Fp64Loop::Auto;
   Tf32Loop tf32_loop = Tf32Loop::Auto;
   /// Copy a k-major or Symmetric operand into the layout its kernel reads fastest before the
-  /// product (outer-major for wgmma, k-major for the FP64 loop).
+  /// product (outer-major for wgmma, k-major for exact float32's FP64 loop).
   Choice relayout = Choice::Auto;
   /// Run products with A outer-major and B k-major, one of them triangular, with B from registers.
   Choice register_b = Choice::Auto;

@@ -178,7 +178,8 @@ const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device, con
     return PlanKey{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
                    int(dtype), device, int(options.schedule),
                    int(family.tf32) + int(family.wgmma) + 4 * int(family.dmma) +
-                       8 * int(options.fp32_loop == Fp32Loop::Dmma || options.fp64_loop == Fp64Loop::Dmma) +
+                       8 * int(dtype == DType::Float64 ? options.fp64_loop == Fp64Loop::Dmma
+                                                       : options.fp32_loop == Fp32Loop::Dmma) +
                        16 * int(options.wide_split) +
                        64 * int(zeros_matter && zeros_stored)};
   };

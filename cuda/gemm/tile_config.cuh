@@ -71,13 +71,15 @@ struct TileConfig {
   // tile kTile·kKStep elements.
   // The FP64 loop on float64 tiles pads by 4 elements (8 words): a half-warp's 8-byte fragment loads
   // then read rows 8 words apart, 32 distinct banks.
-  static constexpr int kStride = kWgmma ? kTile : kTile + (kMma || kDmma ? 32 / static_cast<int>(sizeof(T)) : kVec);
+  static constexpr int kStride =
+      kWgmma ? kTile : kTile + (kMma || kDmma ? 32 / static_cast<int>(sizeof(T)) : kVec);
   // The FP64 loop's tiles are swizzled: element (k, c) sits at column c ^ col_swizzle(k). The
   // outer-major staging map's scalar stores (a warp: 32 / kKStep·kVec outers × kKStep / kVec
   // groups of 4 k, rows 4 apart that the 8-word row stride puts on one bank) then hit 32
-  // distinct banks, not 4 or 8 on each; the k-major map's 16-byte stores stay whole (the swizzle
-  // moves groups of 4 columns), and the fragment loads stay conflict-free (the 4 rows a load
-  // reads share one swizzle, which permutes the 8 columns it reads).
+  // distinct banks, not 4 or 8 on each (in float64 tiles, two lanes share each bank); the k-major
+  // map's 16-byte stores stay whole (the swizzle moves groups of 4 columns), and the fragment
+  // loads stay conflict-free (the 4 rows a load reads share one swizzle, which permutes the 8
+  // columns it reads).
   __host__ __device__ static constexpr int col_swizzle(int k) {
     return kDmma ? ((k >> 2) % (kKStep / kVec)) * (32 / (kKStep / kVec)) : 0;
   }
@@ -167,7 +169,8 @@ using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
 using ConfigF32Dmma = TileConfig<float, 128, 32, 256, 2, 1, InnerLoop::F64Mma>;
 
 // float64 on compute capability 9.0: the same tile and warps on the FP64 tensor cores, BK 16 (two
-// k8 slices per step), so that its four shared tiles take as many bytes as the float32 loop's.
+// k8 slices per step), so that its four shared tiles take about as many bytes as the float32 loop's
+// (66 against 68 KiB).
 using ConfigF64Dmma = TileConfig<double, 128, 16, 256, 2, 1, InnerLoop::F64Mma>;
 
 // TF32 mode on sm_90a: the 128 tile as two warpgroups' wgmma m64n128k8, BK 32 (four k8 slices

@@ -65,13 +65,23 @@ const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 /// build has none): Fma is FFMA or DFMA.
 enum class ExactLoop { Auto, Fma, Dmma };
 
+#if defined(SG_WITH_CUDA)
+/// Sets the loops of exact float32 and of float64 as `loop` says.
+void apply(ExactLoop loop, cu::GemmOptions& o) {
+  o.fp32_loop = loop == ExactLoop::Fma ? cu::Fp32Loop::Fma : loop == ExactLoop::Dmma ? cu::Fp32Loop::Dmma
+                                                                                    : cu::Fp32Loop::Auto;
+  o.fp64_loop = loop == ExactLoop::Fma ? cu::Fp64Loop::Dfma : loop == ExactLoop::Dmma ? cu::Fp64Loop::Dmma
+                                                                                     : cu::Fp64Loop::Auto;
+}
+#endif
+
 struct GemmPrecision {
   sg::DType dtype;
   bool tf32;
   bool mma_sync = false;
   bool staged = false;
   bool relayout = false;
-  ExactLoop fp32_loop = ExactLoop::Auto;
+  ExactLoop exact_loop = ExactLoop::Auto;
 };
 
 class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
@@ -88,12 +98,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
                                        : cu::Tf32Loop::Auto;
       o.relayout = precision.relayout ? cu::Choice::Always : cu::Choice::Never;
       o.poison_copies = precision.relayout;
-      o.fp32_loop = precision.fp32_loop == ExactLoop::Fma    ? cu::Fp32Loop::Fma
-                    : precision.fp32_loop == ExactLoop::Dmma ? cu::Fp32Loop::Dmma
-                                                             : cu::Fp32Loop::Auto;
-      o.fp64_loop = precision.fp32_loop == ExactLoop::Fma    ? cu::Fp64Loop::Dfma
-                    : precision.fp32_loop == ExactLoop::Dmma ? cu::Fp64Loop::Dmma
-                                                             : cu::Fp64Loop::Auto;
+      apply(precision.exact_loop, o);
     });
 #endif
     g_max_rel_error = 0;
@@ -189,7 +194,7 @@ TEST_P(CudaGemm, LargeMatmulTableProductsAt4096) {
   // reference.)
   if (!GetParam().tf32 && GetParam().relayout)
     GTEST_SKIP() << "float32_dmma_copied: the copies are checked at 1000 and 1024, their loop at 4096 by float32_dmma";
-  if (GetParam().dtype == sg::kFloat64 && GetParam().fp32_loop != ExactLoop::Auto)
+  if (GetParam().dtype == sg::kFloat64 && GetParam().exact_loop != ExactLoop::Auto)
     GTEST_SKIP() << "a forced float64 loop: its loops are checked at 1000 and 1024, the default ones at 4096 by float64";
   std::mt19937_64 rng(4);
   for (const GemmProblem& p : matmul_table_products(4096)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
@@ -202,7 +207,7 @@ TEST_P(CudaGemm, MatmulIssuedProductsWithTheirInvariantsAt2048) {
   // One instance per precision as the library runs it: the others force a loop or a relayout
   // setting that this test overrides or that matmul never picks on its own where wgmma runs.
   const GemmPrecision& precision = GetParam();
-  if (precision.fp32_loop != ExactLoop::Auto || precision.relayout || precision.mma_sync || precision.staged)
+  if (precision.exact_loop != ExactLoop::Auto || precision.relayout || precision.mma_sync || precision.staged)
     GTEST_SKIP() << "a forced loop or relayout: the default float32, float64 and tf32 instances run this at 2048";
 #if defined(SG_WITH_CUDA)
   set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Auto; });
@@ -245,7 +250,7 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm,
                                                 : info.param.staged   ? "tf32_staged"
                                                 : info.param.relayout ? "tf32_relayout"
                                                                       : "tf32");
-                           const ExactLoop loop = info.param.fp32_loop;
+                           const ExactLoop loop = info.param.exact_loop;
                            return std::string(sg::dtype_name(info.param.dtype)) +
                                   (loop == ExactLoop::Fma    ? "_fma"
                                    : loop == ExactLoop::Dmma ? "_dmma"
@@ -407,19 +412,6 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   }
 }
 
-TEST(MatmulPrecision, Float64InfinitiesAndNaNsPropagateOnBothLoops) {
-  // float64 on DFMA and on the FP64 tensor cores (each forced, where it runs): the same poisoned
-  // product, its finite rows to float64 accuracy.
-  SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const PoisonedUpperProduct product;
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  for (const cu::Fp64Loop loop : {cu::Fp64Loop::Dfma, cu::Fp64Loop::Dmma}) {
-    set_option([&](cu::GemmOptions& o) { o.fp64_loop = loop; });
-    const std::vector<double> out = sg::matmul(product.a.to(kCuda0), product.b.to(kCuda0)).to_vector();
-    product.check(out, 1e-12, 1e-12, loop == cu::Fp64Loop::Dfma ? "DFMA" : "FP64 tensor cores");
-  }
-}
 #endif
 
 // ---- the host planner (pure host code: runs without a GPU) --------------------------------
@@ -440,6 +432,31 @@ bool sm90a_code_runs() {
 #else
   return false;
 #endif
+}
+
+/// Whether device 0 runs the FP64 tensor-core loops: sm_90a code and full-rate float64.
+bool fp64_tensor_cores_run() {
+  int ratio = 0;
+  return sm90a_code_runs() &&
+         cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0) == cudaSuccess && ratio <= 2;
+}
+
+TEST(MatmulPrecision, Float64InfinitiesAndNaNsPropagateOnBothLoops) {
+  // float64 on DFMA and, where they run, on the FP64 tensor cores (each forced; one launch there):
+  // the poisoned product of the float32 modes, its finite rows to float64 accuracy.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  const PoisonedUpperProduct product;
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  const bool fp64_cores = fp64_tensor_cores_run();
+  for (const cu::Fp64Loop loop : {cu::Fp64Loop::Dfma, cu::Fp64Loop::Dmma}) {
+    if (loop == cu::Fp64Loop::Dmma && !fp64_cores) continue;  // (forced, it would run DFMA again)
+    set_option([&](cu::GemmOptions& o) { o.fp64_loop = loop; });
+    const int64_t launches = cu::gemm_stats().dmma_f64_launches;
+    const std::vector<double> out = sg::matmul(product.a.to(kCuda0), product.b.to(kCuda0)).to_vector();
+    EXPECT_EQ(cu::gemm_stats().dmma_f64_launches - launches, loop == cu::Fp64Loop::Dmma ? 1 : 0);
+    product.check(out, 1e-12, 1e-12, loop == cu::Fp64Loop::Dfma ? "DFMA" : "FP64 tensor cores");
+  }
 }
 
 TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
@@ -467,29 +484,27 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
 struct TensorCoreLoop {
   sg::DType dtype;
   GemmTileConfig cores, fallback;
-  int64_t cu::GemmStats::*launches;              // the counter of its launches
-  void (*force)(cu::GemmOptions&, int choice);  // 0: Auto, 1: the CUDA cores, 2: the tensor cores
-  double bound;                                  // relative error against the reference
+  int64_t cu::GemmStats::*launches;  // the counter of its launches
+  double bound;                      // relative error against the reference
   uint64_t seed;
 };
 
-/// Upper·Upper at 4096 plans on `loop`'s tensor cores on an sm_90a build on compute capability 9.0
-/// with full-rate float64 (on the CUDA cores elsewhere and when forced); on the tensor cores (forced
-/// at every size) every product of the matmul table, with edge tiles (300, 1000), takes one launch
-/// and matches the reference with C poisoned.
+/// Upper·Upper at 4096 plans on `loop`'s tensor cores where they run (sm_90a code, full-rate
+/// float64), under Auto and forced, and on the CUDA cores elsewhere and when they are forced; on the
+/// tensor cores (forced at every size) every product of the matmul table, with edge tiles (300,
+/// 1000), takes one launch and matches the reference with C poisoned.
 void expect_tensor_core_loop(const TensorCoreLoop& loop) {
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
+  const bool fp64_cores = fp64_tensor_cores_run();
   const ScopedTf32 restore_defaults_at_end;
   sg::set_matmul_precision(sg::Precision::Float32);
   g_tf32 = false;  // the problems below are exact
   GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
   p.lda = p.ldb = p.ldc = p.n;
-  for (int choice : {0, 1, 2}) {
-    set_option([&](cu::GemmOptions& o) { loop.force(o, choice); });
-    EXPECT_EQ(cu::structured_gemm_plan(p, loop.dtype, 0).config, fp64_cores && choice != 1 ? loop.cores : loop.fallback)
-        << "choice " << choice;
+  for (ExactLoop choice : {ExactLoop::Auto, ExactLoop::Fma, ExactLoop::Dmma}) {
+    set_option([&](cu::GemmOptions& o) { apply(choice, o); });
+    EXPECT_EQ(cu::structured_gemm_plan(p, loop.dtype, 0).config,
+              fp64_cores && choice != ExactLoop::Fma ? loop.cores : loop.fallback)
+        << "loop " << static_cast<int>(choice);
   }
   if (!fp64_cores) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build (the plans are checked above)";
   std::mt19937_64 rng(loop.seed);
@@ -514,13 +529,8 @@ TEST(CudaGemmFp32Loop, ExactFloat32RunsOnTheFp64TensorCoresWhereTheyRunAtFullRat
   // rounding of the result (products exact, sums in float64): a relative error of at most
   // 2⁻²⁴ ≈ 6e-8 per element, plus the float64 sums' own, far smaller.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  expect_tensor_core_loop({sg::kFloat32, GemmTileConfig::Float32Dmma, GemmTileConfig::Float32Large,
-                           &cu::GemmStats::dmma_launches,
-                           [](cu::GemmOptions& o, int choice) {
-                             o.fp32_loop = choice == 1 ? cu::Fp32Loop::Fma : choice == 2 ? cu::Fp32Loop::Dmma
-                                                                                         : cu::Fp32Loop::Auto;
-                           },
-                           1e-7, 9});
+  expect_tensor_core_loop(
+      {sg::kFloat32, GemmTileConfig::Float32Dmma, GemmTileConfig::Float32Large, &cu::GemmStats::dmma_launches, 1e-7, 9});
 }
 
 TEST(CudaGemmFp64Loop, Float64RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
@@ -528,22 +538,39 @@ TEST(CudaGemmFp64Loop, Float64RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
   // tensor cores' plan wins; the float64 bound of the suite.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   expect_tensor_core_loop({sg::kFloat64, GemmTileConfig::Float64Dmma, GemmTileConfig::Float64,
-                           &cu::GemmStats::dmma_f64_launches,
-                           [](cu::GemmOptions& o, int choice) {
-                             o.fp64_loop = choice == 1 ? cu::Fp64Loop::Dfma : choice == 2 ? cu::Fp64Loop::Dmma
-                                                                                          : cu::Fp64Loop::Auto;
-                           },
-                           tolerance(sg::kFloat64), 10});
+                           &cu::GemmStats::dmma_f64_launches, tolerance(sg::kFloat64), 10});
+}
+
+TEST(CudaGemmFp64Loop, EachDtypesLoopOptionKeepsItsOwnPlans) {
+  // Plans are cached per shape and per the loop option of their own dtype: a float64 plan made while
+  // exact float32 is forced onto the tensor cores (float64 on Auto: DFMA at 512) is not the one
+  // float64 gets when its own loop is forced, and the other way round.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  GemmProblem p = square(512, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  p.lda = p.ldb = p.ldc = p.n;
+  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, GemmTileConfig::Float64);
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma);
+  set_option([&](cu::GemmOptions& o) {
+    o.fp32_loop = cu::Fp32Loop::Fma;
+    o.fp64_loop = cu::Fp64Loop::Dmma;
+  });
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, GemmTileConfig::Float64Dmma);
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Large);
 }
 
 TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
   // In float64 sg::matmul's Symmetric tensors hold their mirrors, so Sym·Dense, Dense·Sym and Sym·Sym
-  // are Dense·Dense products and run on cuBLAS DGEMM: no structured launch, where Dense·Upper takes
-  // one on the FP64 tensor cores; every result matches the CPU's.
+  // are Dense·Dense products and run on cuBLAS DGEMM: with the float64 loop forced onto the tensor
+  // cores they take no structured launch, where Dense·Upper takes one; every result matches the CPU's.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  const bool fp64_cores = sm90a_code_runs() && ratio <= 2;
+  if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop (and launch counter) on this device or build";
+  const ScopedTf32 restore_defaults_at_end;
+  sg::set_matmul_precision(sg::Precision::Float32);
+  set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dmma; });
   const int64_t n = 1024;
   const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
   const sg::Tensor s = sg::Symmetric::randn(n, f64), t = sg::Symmetric::randn(n, f64), d = sg::randn({n, n}, f64);
@@ -557,7 +584,7 @@ TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
                         Case{"Dense·Upper", d, u, 1}}) {
     const int64_t before = cu::gemm_stats().dmma_f64_launches;
     const sg::Tensor got = sg::matmul(c.a.to(kCuda0), c.b.to(kCuda0));
-    if (fp64_cores) EXPECT_EQ(cu::gemm_stats().dmma_f64_launches - before, c.launches) << c.name;
+    EXPECT_EQ(cu::gemm_stats().dmma_f64_launches - before, c.launches) << c.name;
     EXPECT_LE(sgtest::rel_error(got.to(sg::kCPU).to_vector(), sg::matmul(c.a, c.b).to_vector()), 1e-12) << c.name;
   }
 }
@@ -570,9 +597,7 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   // Sizes with a partial last tile and k-step (300, 1000) and whole tiles (1024); pad 1 makes
   // the operands' rows unaligned (the copies' rows are 16-byte aligned all the same).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  int ratio = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
-  if (!sm90a_code_runs() || ratio > 2) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
+  if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
   const ScopedTf32 restore_defaults_at_end(cu::Tf32Loop::Auto, cu::Choice::Always);
   sg::set_matmul_precision(sg::Precision::Float32);
   g_tf32 = false;
@@ -1130,14 +1155,13 @@ struct LoopMode {
 /// The modes device 0 runs: TF32 on the wgmma loop and exact float32 and float64 on the FP64 tensor
 /// cores where this build and device have them, exact float32 on FFMA and float64 on DFMA everywhere.
 std::vector<LoopMode> loop_modes() {
-  int ratio = 0;
-  EXPECT_EQ(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, 0), cudaSuccess);
+  const bool fp64_cores = fp64_tensor_cores_run();
   std::vector<LoopMode> modes;
   if (wgmma_loop_runs()) modes.push_back({"TF32 (wgmma)", sg::kFloat32, true, cu::Fp32Loop::Auto});
-  if (sm90a_code_runs() && ratio <= 2)
+  if (fp64_cores)
     modes.push_back({"float32 on the FP64 tensor cores", sg::kFloat32, false, cu::Fp32Loop::Dmma});
   modes.push_back({"float32 on FFMA", sg::kFloat32, false, cu::Fp32Loop::Fma});
-  if (sm90a_code_runs() && ratio <= 2)
+  if (fp64_cores)
     modes.push_back({"float64 on the FP64 tensor cores", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Fp64Loop::Dmma});
   modes.push_back({"float64 on DFMA", sg::kFloat64, false, cu::Fp32Loop::Auto, cu::Fp64Loop::Dfma});
   return modes;

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cuda/gemm/selection.h"
 #include "cuda/gemm/tile_scheduler.h"
 #include "gemm_check.h"
 
@@ -749,6 +750,49 @@ TEST(TileScheduler, HeaviestItemsComeFirstAndBalanceIsNearTheBound) {
   }
   // The modelled makespan within 15% of total work / slots (heaviest-first plus split-K).
   EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.85) << plan.summary();
+}
+
+TEST(TileScheduler, Float64RunsOnTheFp64TensorCoresFromAbout768) {
+  // Where the FP64 tensor cores run (sm_90a code on compute capability 9.0 with full-rate float64),
+  // float64 plans on them and on DFMA and keeps the cheaper plan; forced, on one of them; on other
+  // devices, on DFMA. The plans' estimates put the crossover for Upper·Upper between 512 (DFMA) and
+  // 1024 (tensor cores), and Dense·Upper at 768 already on the tensor cores, as measured on an H200.
+  cu::DeviceCaps hopper;
+  hopper.sms = 132;
+  hopper.compute_capability = 90;
+  hopper.sm90a_code = true;
+  hopper.full_rate_fp64 = true;
+  cu::DeviceCaps consumer = hopper;
+  consumer.full_rate_fp64 = false;
+  using V = std::vector<GemmTileConfig>;
+  cu::GemmOptions options;
+  auto candidates = [&](const cu::DeviceCaps& caps) {
+    return cu::tile_config_candidates(sg::kFloat64, cu::select_family(sg::kFloat64, false, caps, options), options);
+  };
+  EXPECT_EQ(candidates(hopper), (V{GemmTileConfig::Float64Dmma, GemmTileConfig::Float64}));
+  EXPECT_EQ(candidates(consumer), V{GemmTileConfig::Float64});
+  options.fp64_loop = cu::Fp64Loop::Dfma;
+  EXPECT_EQ(candidates(hopper), V{GemmTileConfig::Float64});
+  options.fp64_loop = cu::Fp64Loop::Dmma;
+  EXPECT_EQ(candidates(hopper), V{GemmTileConfig::Float64Dmma});
+  EXPECT_EQ(candidates(consumer), V{GemmTileConfig::Float64});
+  // float32's loop option leaves float64 alone, and the other way round.
+  options.fp64_loop = cu::Fp64Loop::Auto;
+  options.fp32_loop = cu::Fp32Loop::Fma;
+  EXPECT_EQ(candidates(hopper), (V{GemmTileConfig::Float64Dmma, GemmTileConfig::Float64}));
+  options = cu::GemmOptions{};
+  options.fp64_loop = cu::Fp64Loop::Dfma;
+  EXPECT_TRUE(cu::select_family(sg::kFloat32, false, hopper, options).dmma);
+  // The cheaper plan (DFMA: two blocks per SM; the tensor cores: one).
+  auto cores_win = [](const GemmProblem& p) {
+    return plan_structured_gemm(p, GemmTileConfig::Float64Dmma, 132, 1).estimated_cycles <
+           plan_structured_gemm(p, GemmTileConfig::Float64, 132 * 2, 2).estimated_cycles;
+  };
+  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false};
+  EXPECT_FALSE(cores_win(square(512, upper, upper, OutputMask::Upper)));
+  EXPECT_TRUE(cores_win(square(1024, upper, upper, OutputMask::Upper)));
+  EXPECT_TRUE(cores_win(square(768, dense, upper, OutputMask::Full)));
+  EXPECT_TRUE(cores_win(square(4096, upper, upper, OutputMask::Upper)));
 }
 
 }  // namespace
