@@ -542,27 +542,28 @@ TEST(CudaGemmFp64Loop, Float64RunsOnTheFp64TensorCoresWhereTheyRunAtFullRate) {
 }
 
 TEST(CudaGemmFp64Loop, EachDtypesLoopOptionKeepsItsOwnPlans) {
-  // Plans are cached per shape and per the loop option of their own dtype: a float64 plan made while
-  // exact float32 is forced onto the tensor cores (float64 on Auto: DFMA at 512) is not the one
-  // float64 gets when its own loop is forced, and the other way round (float32 on FFMA: its large or
-  // small tiles).
+  // Plans are cached per shape and per the loop option of their own dtype. Forcing exact float32
+  // onto the tensor cores leaves float64's plan as it is by default; then, with float64 forced onto
+  // them and float32 onto FFMA, each dtype gets a plan of its own forced loop, not the plan cached
+  // under the other's option.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
   const ScopedTf32 restore_defaults_at_end;
   sg::set_matmul_precision(sg::Precision::Float32);
   GemmProblem p = square(512, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
   p.lda = p.ldb = p.ldc = p.n;
+  const GemmTileConfig float64_default = cu::structured_gemm_plan(p, sg::kFloat64, 0).config;
   set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
-  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, GemmTileConfig::Float64);
+  EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, float64_default);
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma);
   set_option([&](cu::GemmOptions& o) {
     o.fp32_loop = cu::Fp32Loop::Fma;
     o.fp64_loop = cu::Fp64Loop::Dmma;
   });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, GemmTileConfig::Float64Dmma);
-  const GemmTileConfig fp32 = cu::structured_gemm_plan(p, sg::kFloat32, 0).config;
-  EXPECT_TRUE(fp32 == GemmTileConfig::Float32Large || fp32 == GemmTileConfig::Float32Small)
-      << cu::tile_config_name(fp32);
+  const GemmTileConfig float32_fma = cu::structured_gemm_plan(p, sg::kFloat32, 0).config;
+  EXPECT_TRUE(float32_fma == GemmTileConfig::Float32Large || float32_fma == GemmTileConfig::Float32Small)
+      << cu::tile_config_name(float32_fma);
 }
 
 TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
