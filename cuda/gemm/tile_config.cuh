@@ -85,11 +85,11 @@ struct TileConfig {
   }
   static constexpr int kMinBlocks = kMinBlocks_;
   // Two shared buffers per operand: step t is multiplied while step t+1 is stored. (A third
-  // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100:
-  // docs/structured_gemm.md.) The wgmma tiles live in dynamic shared memory (1024-byte aligned
-  // for the swizzle, over the 48 KB static limit); the others in static arrays. The wgmma
-  // kernels with TMA maps add two raw tiles (a ring for one k-major operand's raw copies), or,
-  // where both operands come by direct copies only, a third buffer per operand instead.
+  // for wgmma, letting step t's MMAs run on past the barrier, measured 4 % slower on H100.) The
+  // wgmma tiles live in dynamic shared memory (1024-byte aligned for the swizzle, over the 48 KB
+  // static limit); the others in static arrays. The wgmma kernels with TMA maps add two raw tiles
+  // (a ring for one k-major operand's raw copies), or, where both operands come by direct copies
+  // only, a third buffer per operand instead.
   static constexpr int kTileBytes = kKStep * kStride * static_cast<int>(sizeof(T));
   static constexpr int kDynamicSmem = kWgmma ? 4 * kTileBytes + 1024 : 0;
   static constexpr int kDynamicSmemTma = kWgmma ? 6 * kTileBytes + 1024 : 0;
@@ -165,7 +165,7 @@ using ConfigTf32 = TileConfig<float, 128, 16, 128, 4, 2, InnerLoop::Tf32Mma>;
 // Exact float32 on compute capability 9.0: the 128 tile on the FP64 tensor cores, BK 32 (four k8
 // slices per step), 8 warps of 64×32 (64 float64 accumulators each), one block per SM (254
 // registers per thread, no spill; 69 KB of shared tiles). BK 32 measured 4–10 % faster than
-// BK 16 once the tiles were swizzled (col_swizzle; docs/structured_gemm.md).
+// BK 16 once the tiles were swizzled (col_swizzle).
 using ConfigF32Dmma = TileConfig<float, 128, 32, 256, 2, 1, InnerLoop::F64Mma>;
 
 // float64 on compute capability 9.0: the same tile and warps on the FP64 tensor cores, BK 16 (two
