@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -300,9 +301,26 @@ TEST(MatmulPrecision, Tf32AppliesToFloat32ProductsOnCudaOnly) {
 }
 
 #if defined(SG_WITH_CUDA)
+/// Exact products for the scope of one test: float32 precision, problems built without TF32 (g_tf32),
+/// the default options; the same again at its end, an early GTEST_SKIP's included.
+class ScopedExact {
+ public:
+  ScopedExact() { reset(); }
+  ~ScopedExact() { reset(); }
+  ScopedExact(const ScopedExact&) = delete;
+  ScopedExact& operator=(const ScopedExact&) = delete;
+
+ private:
+  static void reset() {
+    g_tf32 = false;
+    sg::set_matmul_precision(sg::Precision::Float32);
+    cu::set_gemm_options(cu::GemmOptions{});
+  }
+};
+
 /// TF32 mode on `loop` with relayout `relayout` for the scope of one test; everything back to
-/// the defaults at its end, an early GTEST_SKIP's included.
-class ScopedTf32 {
+/// the exact defaults at its end (ScopedExact).
+class ScopedTf32 : ScopedExact {
  public:
   explicit ScopedTf32(cu::Tf32Loop loop = cu::Tf32Loop::Auto, cu::Choice relayout = cu::Choice::Auto) {
     g_tf32 = true;
@@ -313,13 +331,6 @@ class ScopedTf32 {
       o.poison_copies = true;  // a product reading what a copy does not hold fails
     });
   }
-  ~ScopedTf32() {
-    g_tf32 = false;
-    sg::set_matmul_precision(sg::Precision::Float32);
-    cu::set_gemm_options(cu::GemmOptions{});
-  }
-  ScopedTf32(const ScopedTf32&) = delete;
-  ScopedTf32& operator=(const ScopedTf32&) = delete;
 };
 
 /// Whether TF32 products of device 0 run on the wgmma loop (an sm_90a build on compute
@@ -446,8 +457,7 @@ TEST(MatmulPrecision, Float64InfinitiesAndNaNsPropagateOnBothLoops) {
   // the poisoned product of the float32 modes, its finite rows to float64 accuracy.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const PoisonedUpperProduct product;
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
+  const ScopedExact exact;
   const bool fp64_cores = fp64_tensor_cores_run();
   for (const cu::Fp64Loop loop : {cu::Fp64Loop::Dfma, cu::Fp64Loop::Dmma}) {
     if (loop == cu::Fp64Loop::Dmma && !fp64_cores) continue;  // (forced, it would run DFMA again)
@@ -495,9 +505,7 @@ struct TensorCoreLoop {
 /// 1000), takes one launch and matches the reference with C poisoned.
 void expect_tensor_core_loop(const TensorCoreLoop& loop) {
   const bool fp64_cores = fp64_tensor_cores_run();
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
-  g_tf32 = false;  // the problems below are exact
+  const ScopedExact exact;
   GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
   p.lda = p.ldb = p.ldc = p.n;
   for (ExactLoop choice : {ExactLoop::Auto, ExactLoop::Fma, ExactLoop::Dmma}) {
@@ -548,8 +556,7 @@ TEST(CudaGemmFp64Loop, EachDtypesLoopOptionKeepsItsOwnPlans) {
   // under the other's option.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
+  const ScopedExact exact;
   GemmProblem p = square(512, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
   p.lda = p.ldb = p.ldc = p.n;
   const GemmTileConfig float64_default = cu::structured_gemm_plan(p, sg::kFloat64, 0).config;
@@ -566,14 +573,72 @@ TEST(CudaGemmFp64Loop, EachDtypesLoopOptionKeepsItsOwnPlans) {
       << cu::tile_config_name(float32_fma);
 }
 
+/// Relative errors of C = A·B and of dA, dB for the loss Σ C ⊙ W, computed in float32 on cuda:0 at
+/// `precision`, against the same computed in float64 on the CPU.
+std::array<double, 3> matmul_errors(sg::Precision precision, const sg::Tensor& a, const sg::Tensor& b,
+                                    const sg::Tensor& w) {
+  auto run = [&](sg::Device device, sg::DType dtype) {
+    sg::Tensor x = a.to(dtype).to(device).clone().requires_grad_();
+    sg::Tensor y = b.to(dtype).to(device).clone().requires_grad_();
+    sg::Tensor c = sg::matmul(x, y);
+    sg::sum(c * w.to(dtype).to(device)).backward();
+    return std::array<std::vector<double>, 3>{c.to(sg::kCPU).to_vector(), x.grad().to(sg::kCPU).to_vector(),
+                                              y.grad().to(sg::kCPU).to_vector()};
+  };
+  sg::set_matmul_precision(sg::Precision::Float32);
+  const auto reference = run(sg::kCPU, sg::kFloat64);
+  sg::set_matmul_precision(precision);
+  const auto got = run(kCuda0, sg::kFloat32);
+  std::array<double, 3> errors{};
+  for (size_t i = 0; i < errors.size(); ++i) errors[i] = sgtest::rel_error(got[i], reference[i]);
+  return errors;
+}
+
+TEST(MatmulPrecision, EachProductRunsAtThePrecisionOfItsOwnCall) {
+  // Products of one shape share cached plans, operand copies and pooled outputs: an exact float32
+  // product after a TF32 one of its shape is exact again, forward and backward, and a TF32 product
+  // after an exact one is TF32 again. Exact float32 lands near 1e-7 of the float64 reference and
+  // TF32, which keeps 10 bits of each operand's mantissa, near 3e-4.
+  SG_SKIP_IF_UNAVAILABLE(kCuda0);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
+  const ScopedExact restore_defaults_at_end;
+  const int64_t n = 1024;
+  const sg::Tensor w = sg::randn({n, n}, sg::kFloat64), d = sg::randn({n, n}, sg::kFloat64);
+  const sg::Tensor u = sg::UpperTriangular::randn(n, sg::kFloat64), v = sg::UpperTriangular::randn(n, sg::kFloat64);
+  struct Case {
+    const char* name;
+    sg::Tensor a, b;
+  };
+  for (const Case& c : {Case{"Upper·Upper", u, v}, Case{"Dense·Upper", d, u}}) {
+    for (const auto& order : {std::array{sg::Precision::TF32, sg::Precision::Float32},
+                              std::array{sg::Precision::Float32, sg::Precision::TF32}}) {
+      for (const sg::Precision precision : order) {
+        const std::array<double, 3> errors = matmul_errors(precision, c.a, c.b, w);
+        for (size_t i = 0; i < errors.size(); ++i) {
+          SCOPED_TRACE(std::string(c.name) + (i == 0 ? " forward" : i == 1 ? " dA" : " dB") +
+                       (precision == sg::Precision::TF32 ? " in TF32" : " in float32") +
+                       (precision == order[0] ? " first" : " second"));
+          if (precision == sg::Precision::Float32) {
+            EXPECT_LT(errors[i], 1e-5);
+          } else {
+            EXPECT_GT(errors[i], 2e-5);
+            EXPECT_LT(errors[i], 2e-3);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
   // In float64 sg::matmul's Symmetric tensors hold their mirrors, so Sym·Dense, Dense·Sym and Sym·Sym
   // are Dense·Dense products and run on cuBLAS DGEMM: with the float64 loop forced onto the tensor
   // cores they take no structured launch, where Dense·Upper takes one; every result matches the CPU's.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop (and launch counter) on this device or build";
-  const ScopedTf32 restore_defaults_at_end;
-  sg::set_matmul_precision(sg::Precision::Float32);
+  const ScopedExact exact;
   set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dmma; });
   const int64_t n = 1024;
   const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
