@@ -119,13 +119,7 @@ void set_gradient_math(const GradientMath& m) {
 
 Tensor project_gradient(const Tensor& g, Structure s) {
   if (g.structure() == s) return g;
-  switch (s) {
-    case Structure::Dense: return detail::alias_with(g, g.shape(), Structure::Dense);
-    case Structure::UpperTriangular: return math().triu(g);
-    case Structure::Symmetric: return math().sym(g);
-    case Structure::LowerTriangular: return math().tril(g);
-  }
-  return g;
+  return math().project(g, s);
 }
 
 namespace {

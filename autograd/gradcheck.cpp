@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <structgrad/autograd/grad_mode.h>
+#include "core/structures.h"
 
 namespace sg::autograd {
 namespace {
@@ -74,20 +75,55 @@ std::string describe(size_t index, const Tensor& t) {
   return s.str();
 }
 
-// The basis of a structure's subspace, as lists of (flat index) that get +1.
+/// The part of a matrix entry (i, j) lies in (detail::MatrixPart).
+uint8_t part_of(int64_t i, int64_t j) {
+  return i > j ? detail::kBelowDiagonal : i == j ? detail::kOnDiagonal : detail::kAboveDiagonal;
+}
+
+/// A structured tensor seen as a batch of n × n matrices (its trailing two dimensions), or, for a
+/// Dense one, as plain entries (count 0).
+struct Matrices {
+  int64_t count = 0, n = 0;
+  explicit Matrices(const Tensor& t) {
+    if (t.structure() == Structure::Dense || t.dim() < 2) return;
+    n = t.size(-1);
+    count = n == 0 ? 0 : t.numel() / (n * n);
+  }
+};
+
+/// "(i)", "(i, j)", "(b, i, j)": the index of flat element q of a tensor of `shape`.
+std::string index_str(const Shape& shape, int64_t q) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] > 0 ? q % shape[d] : 0;
+    q = shape[d] > 0 ? q / shape[d] : 0;
+  }
+  std::ostringstream s;
+  s << "(";
+  for (size_t d = 0; d < index.size(); ++d) s << (d ? ", " : "") << index[d];
+  s << ")";
+  return s.str();
+}
+
+// The basis of a structure's subspace, as lists of (flat index) that get +1: each entry of the stored
+// part, and for a symmetric structure each pair {e_ij, e_ji}, i < j, as one direction.
 std::vector<std::vector<int64_t>> basis(const Tensor& t) {
   std::vector<std::vector<int64_t>> out;
-  if (t.structure() == Structure::Dense || t.dim() != 2) {
+  const Matrices m(t);
+  if (m.n == 0) {
     for (int64_t i = 0; i < t.numel(); ++i) out.push_back({i});
     return out;
   }
-  const int64_t n = t.size(0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i; j < n; ++j) {
-      if (t.structure() == Structure::UpperTriangular || i == j) out.push_back({i * n + j});
-      else if (t.structure() == Structure::LowerTriangular) out.push_back({j * n + i});
-      else out.push_back({i * n + j, j * n + i});
-    }
+  const detail::StructureTraits& s = detail::traits(t.structure());
+  const int64_t n = m.n;
+  for (int64_t b = 0; b < m.count; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = (b * n + i) * n + j;
+        if (!(s.stored & part_of(i, j))) continue;
+        if (!s.symmetric || i == j) out.push_back({at});
+        else if (i < j) out.push_back({at, (b * n + j) * n + i});
+      }
   return out;
 }
 
@@ -96,15 +132,16 @@ std::vector<double> random_direction(const Tensor& t, std::mt19937_64& rng) {
   std::normal_distribution<double> normal;
   std::vector<double> e(static_cast<size_t>(t.numel()));
   for (double& v : e) v = normal(rng);
-  if (t.dim() == 2 && t.structure() != Structure::Dense) {
-    const int64_t n = t.size(0);
+  const Matrices m(t);
+  const detail::StructureTraits& s = detail::traits(t.structure());
+  const int64_t n = m.n;
+  for (int64_t b = 0; b < m.count; ++b)
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < i; ++j) {
-        if (t.structure() == Structure::UpperTriangular) e[i * n + j] = 0.0;
-        if (t.structure() == Structure::LowerTriangular) e[j * n + i] = 0.0;
-        if (t.structure() == Structure::Symmetric) e[i * n + j] = e[j * n + i];
+      for (int64_t j = 0; j < n; ++j) {
+        const size_t at = static_cast<size_t>((b * n + i) * n + j);
+        if (!(s.stored & part_of(i, j))) e[at] = 0.0;
+        else if (s.symmetric && i > j) e[at] = e[static_cast<size_t>((b * n + j) * n + i)];
       }
-  }
   return e;
 }
 
@@ -160,32 +197,27 @@ GradcheckResult gradcheck(const Fn& f, const std::vector<Tensor>& inputs, const 
       return true;
     };
     if (o.per_entry) {
-      const int64_t cols = x.dim() == 2 ? x.size(1) : 1;
       for (const auto& entries : basis(x)) {
         std::vector<double> e(base.size(), 0.0);
         for (int64_t q : entries) e[static_cast<size_t>(q)] = 1.0;
-        std::ostringstream where;
-        where << "entry (" << entries[0] / cols << ", " << entries[0] % cols << ")";
-        if (!check_direction(e, where.str())) return result;
+        if (!check_direction(e, "entry " + index_str(x.shape(), entries[0]))) return result;
       }
     }
     for (int r = 0; r < o.random_directions; ++r)
       if (!check_direction(random_direction(x, rng), "random direction " + std::to_string(r))) return result;
     // Entries a structure ignores get exactly zero gradient.
-    const bool upper = x.structure() == Structure::UpperTriangular, lower = x.structure() == Structure::LowerTriangular;
-    if (x.dim() == 2 && (upper || lower)) {
-      const int64_t n = x.size(0);
-      for (int64_t a = 0; a < n; ++a)
-        for (int64_t b = 0; b < a; ++b) {
-          const int64_t r = upper ? a : b, c = upper ? b : a;  // an entry of the zero triangle
-          if (grads[i][r * n + c] != 0.0) {
-            std::ostringstream s;
-            s << describe(i, x) << " entry (" << r << ", " << c << "): gradient " << (upper ? "below" : "above")
-              << " the diagonal is " << grads[i][r * n + c] << ", expected exactly 0";
-            return fail(s.str());
-          }
+    const Matrices m(x);
+    const uint8_t stored = detail::traits(x.structure()).stored;
+    for (int64_t b = 0; b < m.count; ++b)
+      for (int64_t r = 0; r < m.n; ++r)
+        for (int64_t c = 0; c < m.n; ++c) {
+          const int64_t at = (b * m.n + r) * m.n + c;
+          if ((stored & part_of(r, c)) || grads[i][static_cast<size_t>(at)] == 0.0) continue;
+          std::ostringstream s;
+          s << describe(i, x) << " entry " << index_str(x.shape(), at) << ": gradient " << (r > c ? "below" : "above")
+            << " the diagonal is " << grads[i][static_cast<size_t>(at)] << ", expected exactly 0";
+          return fail(s.str());
         }
-    }
   }
 
   if (o.check_linearity) {

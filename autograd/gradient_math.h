@@ -9,9 +9,8 @@ namespace sg::autograd {
 
 struct GradientMath {
   Tensor (*add)(const Tensor& a, const Tensor& b) = nullptr;  ///< a + b, same shape
-  Tensor (*triu)(const Tensor& g) = nullptr;                  ///< the projection onto UpperTriangular
-  Tensor (*tril)(const Tensor& g) = nullptr;                  ///< the projection onto LowerTriangular
-  Tensor (*sym)(const Tensor& g) = nullptr;                   ///< the projection onto Symmetric, (g + gᵀ)/2
+  /// g projected onto structure s (the structure table's gradient projection), tagged s
+  Tensor (*project)(const Tensor& g, Structure s) = nullptr;
 };
 
 /// Installs the engine's arithmetic (the ops layer, once, at load).

@@ -33,6 +33,7 @@
 
 namespace {
 
+using sg::Structure;
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowVector = Eigen::Matrix<float, 1, Eigen::Dynamic>;
 using ConstMap = Eigen::Map<const Matrix>;
@@ -165,14 +166,13 @@ struct MatmulInputs {
   }
 };
 
-sg::detail::OperandKind operand_kind(Kind k) {
-  using sg::detail::OperandKind;
-  return k == Kind::Upper ? OperandKind::Upper : k == Kind::Sym ? OperandKind::Symmetric : OperandKind::Dense;
+sg::Structure operand_kind(Kind k) {
+  return k == Kind::Upper ? Structure::UpperTriangular : k == Kind::Sym ? Structure::Symmetric : Structure::Dense;
 }
 
 /// The blocked structured kernel called directly: C = op(A)·op(B) into in.kernel_out.
-Candidate blocked_kernel(MatmulInputs& in, int64_t n, sg::detail::OperandKind a, sg::detail::OperandKind b,
-                         sg::detail::OutputMask mask, bool trans_b) {
+Candidate blocked_kernel(MatmulInputs& in, int64_t n, sg::Structure a, sg::Structure b,
+                         sg::Structure mask, bool trans_b) {
   sg::detail::GemmProblem p;
   p.m = p.n = p.k = n;
   p.a = {a, false};
@@ -204,7 +204,7 @@ void add_matmul_cases(std::vector<Case>& cases, MatmulInputs& in, int64_t n) {
   const bool upper_out = in.ka == Kind::Upper && in.kb == Kind::Upper;
   if (structured)
     fwd.candidates.push_back(blocked_kernel(in, n, operand_kind(in.ka), operand_kind(in.kb),
-                                            upper_out ? sg::detail::OutputMask::Upper : sg::detail::OutputMask::Full,
+                                            upper_out ? Structure::UpperTriangular : Structure::Dense,
                                             false));
   fwd.check = [p, structured, name = fwd.workload] {
     expect_close("product", name, view(p->last), p->c);  // c: the Eigen peer's last result
@@ -255,8 +255,8 @@ void add_gram_cases(std::vector<Case>& cases, MatmulInputs& in, int64_t n) {
                               p->da.setZero();
                               p->da.selfadjointView<Eigen::Upper>().rankUpdate(x);
                             }});
-  fwd.candidates.push_back(blocked_kernel(in, n, sg::detail::OperandKind::Dense, sg::detail::OperandKind::Dense,
-                                          sg::detail::OutputMask::Symmetric, true));
+  fwd.candidates.push_back(blocked_kernel(in, n, Structure::Dense, Structure::Dense,
+                                          Structure::Symmetric, true));
   fwd.check = [p, name = fwd.workload] {
     expect_close("product", name, view(p->last), p->c);
     expect_close("blocked kernel's product", name, p->kernel_out, p->c);

@@ -27,6 +27,7 @@
 
 namespace {
 
+using sg::Structure;
 using sg::detail::cuda::GemmSchedule;
 
 struct Options {
@@ -491,9 +492,9 @@ void Bench::run_size(int64_t n) {
     sg::detail::GemmProblem g;
     g.m = g.n = g.k = n;
     // The saved operand is an UpperTriangular tensor (zeros stored), G is read through C's structure.
-    g.a = {grad_b ? sg::detail::OperandKind::Lower : sg::detail::OperandKind::Upper, grad_b, grad_b};
-    g.b = {grad_b ? sg::detail::OperandKind::Upper : sg::detail::OperandKind::Lower, !grad_b, !grad_b};
-    g.mask = sg::detail::OutputMask::Upper;
+    g.a = {grad_b ? Structure::LowerTriangular : Structure::UpperTriangular, grad_b, grad_b};
+    g.b = {grad_b ? Structure::UpperTriangular : Structure::LowerTriangular, !grad_b, !grad_b};
+    g.mask = Structure::UpperTriangular;
     g.lda = g.ldb = g.ldc = n;
     g.tf32 = options_.tf32;
     g.c_data = ptr(out);
@@ -536,9 +537,9 @@ void Bench::run_size(int64_t n) {
   // The plan the Upper·Upper forward ran with.
   sg::detail::GemmProblem p;
   p.m = p.n = p.k = n;
-  p.a = {sg::detail::OperandKind::Upper, false};
-  p.b = {sg::detail::OperandKind::Upper, false};
-  p.mask = sg::detail::OutputMask::Upper;
+  p.a = {Structure::UpperTriangular, false};
+  p.b = {Structure::UpperTriangular, false};
+  p.mask = Structure::UpperTriangular;
   p.lda = p.ldb = p.ldc = n;
   p.tf32 = options_.tf32;
   std::printf("  plan of upper·upper: %s\n", sg::detail::cuda::structured_gemm_plan(p, sg::kFloat32, 0).summary().c_str());

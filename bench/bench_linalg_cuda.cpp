@@ -30,7 +30,7 @@ namespace {
 namespace cu = sg::detail::cuda;
 using bench::check;
 using bench::median_ms;
-using sg::detail::OperandKind;
+using sg::Structure;
 
 struct Options : bench::CommonFlags {
   std::vector<std::string> dtypes = {"float32", "float64"};
@@ -234,12 +234,12 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     sg::Tensor& xx = one ? x1 : x;
     sg::Tensor peer_x = sg::Tensor::empty(xx.shape(), o);
     copy_into(xx, b[0]);
-    backend.solve_triangular(upper[0], OperandKind::Upper, false, false, true, xx);
+    backend.solve_triangular(upper[0], Structure::UpperTriangular, false, false, true, xx);
     copy_into(peer_x, b[0]);
     trsm_upper_left(peers, upper[0], peer_x);
     const double diff = rel_diff(xx, peer_x);
     const double ours = median_ms(
-        reps, [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, true, xx); },
+        reps, [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xx); },
         [&](int r) { copy_into(xx, b[r % sets]); });
     const double peer = median_ms(
         reps, [&](int r) { trsm_upper_left(peers, upper[r % sets], peer_x); },
@@ -248,12 +248,12 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
            "cublas trsm", peer, diff);
   }
   {
-    backend.triangular_inverse(lower[0], OperandKind::Lower, false, out);
+    backend.triangular_inverse(lower[0], Structure::LowerTriangular, false, out);
     copy_into(work, lower[0]);
     trtri(work.data_ptr());
     const double diff = rel_diff(out, lower_part(work));
     const double ours =
-        median_ms(reps, [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); });
+        median_ms(reps, [&](int r) { backend.triangular_inverse(lower[r % sets], Structure::LowerTriangular, false, out); });
     const double peer =
         median_ms(reps, [&](int) { trtri(work.data_ptr()); }, [&](int r) { copy_into(work, lower[r % sets]); });
     report("backend", "triangular_inverse (Lower)", n, name, ours, -1, "cusolver trtri", peer, diff);
@@ -277,7 +277,7 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
       v.dense_triangles_f32 = !v.dense_triangles_f32;
       v.dense_triangles_f64 = !v.dense_triangles_f64;
     };
-    auto inverse_body = [&](int r) { backend.triangular_inverse(lower[r % sets], OperandKind::Lower, false, out); };
+    auto inverse_body = [&](int r) { backend.triangular_inverse(lower[r % sets], Structure::LowerTriangular, false, out); };
     variant("cholesky, every product on the GEMM", own(0), backend_cholesky, {});
     variant("cholesky, own products up to 128", own(128), backend_cholesky, {});
     variant("cholesky, own products up to 256", own(256), backend_cholesky, {});
@@ -296,14 +296,14 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     variant("inverse, own products up to 512", own(512), inverse_body, {});
     variant("inverse, dense triangles flipped", flip_dense, inverse_body, {});
     variant("solve N rhs, structured leaves", [](cu::LinalgOptions& v) { v.dense_solve_leaves = false; },
-            [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, true, x); },
+            [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, x); },
             [&](int r) { copy_into(x, rhs[r % sets]); });
     for (const int64_t k : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{128}}) {
       auto [bk, xk] = solve_k(k);
       for (const bool few : {true, false}) {
         variant("solve " + std::to_string(k) + " rhs, " + (few ? "one launch" : "blocked"),
                 [&](cu::LinalgOptions& v) { v.few_columns = few ? k : 0; },
-                [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, true, xk); },
+                [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xk); },
                 [&](int) { copy_into(xk, bk); });
       }
     }
@@ -311,10 +311,10 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
       sg::Tensor xr = sg::Tensor::empty({1, n}, o);
       const sg::Tensor br = sg::randn({1, n}, o);
       variant("solve 1 rhs, trans", [](cu::LinalgOptions&) {},
-              [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Lower, true, false, true, x1); },
+              [&](int r) { backend.solve_triangular(upper[r % sets], Structure::LowerTriangular, true, false, true, x1); },
               [&](int r) { copy_into(x1, rhs1[r % sets]); });
       variant("solve 1 rhs, right", [](cu::LinalgOptions&) {},
-              [&](int r) { backend.solve_triangular(upper[r % sets], OperandKind::Upper, false, false, false, xr); },
+              [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, false, xr); },
               [&](int) { copy_into(xr, br); });
     }
     for (const int64_t m : {int64_t{128}, int64_t{256}, int64_t{512}}) {  // small orders: the leaves' cost

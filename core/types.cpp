@@ -2,6 +2,7 @@
 #include <structgrad/core/types.h>
 
 #include <structgrad/core/error.h>
+#include "core/structures.h"
 
 namespace sg {
 
@@ -41,15 +42,7 @@ Device::Device(const std::string& spec) {
 
 std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 
-const char* structure_name(Structure s) {
-  switch (s) {
-    case Structure::Dense: return "Dense";
-    case Structure::UpperTriangular: return "UpperTriangular";
-    case Structure::Symmetric: return "Symmetric";
-    case Structure::LowerTriangular: return "LowerTriangular";
-  }
-  return "?";
-}
+const char* structure_name(Structure s) { return detail::traits(s).name; }
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;

@@ -27,6 +27,7 @@
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
 #include "ops/functors.h"
+#include "ops/matrix_batch.h"
 #include "ops/optim_math.h"
 
 namespace sg::detail::cuda {
@@ -38,12 +39,9 @@ constexpr int kTileRows = 8;      // a tile block is kTile × kTileRows threads
 constexpr int kSumThreads = 256;  // block of the one-block-per-output sum
 constexpr int kWarp = 32;
 
-/// Rows and columns of a matrix argument; `op` names the caller.
-void matrix_dims(const char* op, const Tensor& x, int64_t* rows, int64_t* cols) {
-  SG_CHECK(x.dim() == 2, "cuda ", op, ": expected a matrix, got shape ", x.shape());
-  *rows = x.size(0);
-  *cols = x.size(1);
-}
+/// The most matrices of a batch one launch of the tiled matrix kernels takes (grid.z); larger batches
+/// are walked by their blocks.
+constexpr int64_t kMaxGridZ = 65535;
 
 // ---- elementwise functors (the math lives in ops/functors.h) --------------------------
 
@@ -155,59 +153,67 @@ __global__ void sum_column_segments_kernel(const In* x, Out* out, int64_t outer,
 
 // ---- layout and structure kernels ------------------------------------------------------
 
-/// out[c][r] = x[r][c] through a padded shared tile, so reads and writes are both coalesced.
-/// Block (kTile, kTileRows); blockIdx.x walks column tiles, blockIdx.y row tiles (strided).
+/// out[c][r] = x[r][c] for each of `count` packed matrices, through a padded shared tile, so reads and
+/// writes are both coalesced. Block (kTile, kTileRows); blockIdx.x walks column tiles, blockIdx.y the
+/// row tiles of every matrix in turn (strided).
 template <typename T>
-__global__ void transpose_kernel(const T* x, T* out, int64_t rows, int64_t cols) {
+__global__ void transpose_kernel(const T* x, T* out, int64_t rows, int64_t cols, int64_t count) {
   __shared__ T tile[kTile][kTile + 1];
   const int64_t row_tiles = (rows + kTile - 1) / kTile;
   const int64_t col0 = int64_t{blockIdx.x} * kTile;
-  for (int64_t tile_row = blockIdx.y; tile_row < row_tiles; tile_row += gridDim.y) {
+  for (int64_t step = blockIdx.y; step < row_tiles * count; step += gridDim.y) {
+    const int64_t matrix = step / row_tiles, tile_row = step % row_tiles;
     const int64_t row0 = tile_row * kTile;
     for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
       const int64_t r = row0 + dy, c = col0 + threadIdx.x;
-      if (r < rows && c < cols) tile[dy][threadIdx.x] = x[r * cols + c];
+      if (r < rows && c < cols) tile[dy][threadIdx.x] = x[(matrix * rows + r) * cols + c];
     }
     __syncthreads();
     for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
       const int64_t out_row = col0 + dy, out_col = row0 + threadIdx.x;  // out is [cols, rows]
-      if (out_row < cols && out_col < rows) out[out_row * rows + out_col] = tile[threadIdx.x][dy];
+      if (out_row < cols && out_col < rows) out[(matrix * cols + out_row) * rows + out_col] = tile[threadIdx.x][dy];
     }
     __syncthreads();
   }
 }
 
-/// out = (x + xᵀ)/2 for n×n x. Block (bi, bj) with bi <= bj owns the tile pair at
-/// rows bi·32.., cols bj·32.. ("upper" tile) and its mirror ("lower" tile): it reads both
+/// out = (x + xᵀ)/2 for each of `count` packed n×n matrices. Block (bi, bj) with bi <= bj owns the
+/// tile pair at rows bi·32.., cols bj·32.. ("upper" tile) and its mirror ("lower" tile): it reads both
 /// into shared memory before writing either, so out may alias x. Entry (p, q) and its mirror
 /// (q, p) are both (x[lo][hi] + x[hi][lo]) · 0.5 with lo = min(p, q), hi = max(p, q), from the
-/// same two shared values in the same order: the result is symmetric bit for bit.
+/// same two shared values in the same order: the result is symmetric bit for bit. blockIdx.z walks
+/// the matrices (strided).
 template <typename T>
-__global__ void symmetrize_kernel(const T* x, T* out, int64_t n) {
+__global__ void symmetrize_kernel(const T* x_batch, T* out_batch, int64_t n, int64_t count) {
   const int64_t tile_i = blockIdx.y, tile_j = blockIdx.x;
   if (tile_i > tile_j) return;
   __shared__ T upper[kTile][kTile + 1];  // upper[a][b] = x[row0 + a][col0 + b]
   __shared__ T lower[kTile][kTile + 1];  // lower[a][b] = x[col0 + a][row0 + b]
   const int64_t row0 = tile_i * kTile, col0 = tile_j * kTile;
   const int tx = threadIdx.x;
-  for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
-    if (row0 + dy < n && col0 + tx < n) upper[dy][tx] = x[(row0 + dy) * n + col0 + tx];
-    if (col0 + dy < n && row0 + tx < n) lower[dy][tx] = x[(col0 + dy) * n + row0 + tx];
-  }
-  __syncthreads();
   const bool diagonal_tile = tile_i == tile_j;
-  for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
-    // Upper tile entry (row0 + dy, col0 + tx). Local indices of (lo, hi): lo is in the row
-    // tile, hi in the column tile; on a diagonal tile they are the smaller and larger index.
-    if (row0 + dy < n && col0 + tx < n) {
-      const int lo = diagonal_tile ? min(dy, tx) : dy;
-      const int hi = diagonal_tile ? max(dy, tx) : tx;
-      out[(row0 + dy) * n + col0 + tx] = (upper[lo][hi] + lower[hi][lo]) * T(0.5);
+  for (int64_t matrix = blockIdx.z; matrix < count; matrix += gridDim.z) {
+    const T* x = x_batch + matrix * n * n;
+    T* out = out_batch + matrix * n * n;
+    for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
+      if (row0 + dy < n && col0 + tx < n) upper[dy][tx] = x[(row0 + dy) * n + col0 + tx];
+      if (col0 + dy < n && row0 + tx < n) lower[dy][tx] = x[(col0 + dy) * n + row0 + tx];
     }
-    // Lower tile entry (col0 + dy, row0 + tx): lo = row0 + tx, hi = col0 + dy.
-    if (!diagonal_tile && col0 + dy < n && row0 + tx < n) {
-      out[(col0 + dy) * n + row0 + tx] = (upper[tx][dy] + lower[dy][tx]) * T(0.5);
+    __syncthreads();
+    for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
+      // Upper tile entry (row0 + dy, col0 + tx). Local indices of (lo, hi): lo is in the row
+      // tile, hi in the column tile; on a diagonal tile they are the smaller and larger index.
+      if (row0 + dy < n && col0 + tx < n) {
+        const int lo = diagonal_tile ? min(dy, tx) : dy;
+        const int hi = diagonal_tile ? max(dy, tx) : tx;
+        out[(row0 + dy) * n + col0 + tx] = (upper[lo][hi] + lower[hi][lo]) * T(0.5);
+      }
+      // Lower tile entry (col0 + dy, row0 + tx): lo = row0 + tx, hi = col0 + dy.
+      if (!diagonal_tile && col0 + dy < n && row0 + tx < n) {
+        out[(col0 + dy) * n + row0 + tx] = (upper[tx][dy] + lower[dy][tx]) * T(0.5);
+      }
     }
+    __syncthreads();  // every thread has read the tiles before the next matrix overwrites them
   }
 }
 
@@ -217,49 +223,54 @@ __device__ __forceinline__ unsigned long long bits_of(double v) {
 }
 __device__ __forceinline__ unsigned long long bits_of(float v) { return __float_as_uint(v); }
 
-/// triu (lower = false) keeps c − r >= diagonal; tril (lower = true) keeps c − r <= diagonal.
+/// triu (lower = false) keeps c − r >= diagonal; tril (lower = true) keeps c − r <= diagonal, in each
+/// packed rows × cols matrix of a batch.
 template <typename T>
 struct TriangleMap {
   const T* x;
   T* out;
-  int64_t cols, diagonal;
+  int64_t rows, cols, diagonal;
   bool lower;
   __device__ void operator()(int64_t i) const {
-    const int64_t r = i / cols, c = i - r * cols;
+    const int64_t r = i / cols % rows, c = i % cols;
     const bool keep = lower ? c - r <= diagonal : c - r >= diagonal;
     out[i] = keep ? x[i] : T(0);
   }
 };
 
+/// Element i of the diagonals of a batch of packed n × n matrices: matrix i / n, entry i mod n.
+__device__ __forceinline__ int64_t diagonal_at(int64_t i, int64_t n) { return i / n * n * n + i % n * (n + 1); }
+
 template <typename T>
 struct DiagonalMap {
   const T* x;
   T* out;
-  int64_t cols;
-  __device__ void operator()(int64_t i) const { out[i] = x[i * cols + i]; }
+  int64_t n;
+  __device__ void operator()(int64_t i) const { out[i] = x[diagonal_at(i, n)]; }
 };
 
 template <typename T>
 struct SetDiagonalMap {
   const T* d;
   T* out;
-  int64_t cols;
-  __device__ void operator()(int64_t i) const { out[i * cols + i] = d[i]; }
+  int64_t n;
+  __device__ void operator()(int64_t i) const { out[diagonal_at(i, n)] = d[i]; }
 };
 
-/// Records in *first_bad the smallest row-major index that breaks the structure.
+/// Records in *first_bad the smallest index of a batch of packed n × n matrices that breaks the
+/// structure: a non-zero outside its stored part (MatrixPart bits), or a symmetric pair that differs.
 template <typename T>
 struct StructureViolationMap {
   const T* x;
   unsigned long long* first_bad;
-  int64_t rows, cols;
-  Structure structure;
+  int64_t n;
+  uint8_t stored;
+  bool symmetric;
   __device__ void operator()(int64_t i) const {
-    const int64_t r = i / cols, c = i - r * cols;
-    bool bad = false;
-    if (structure == Structure::Symmetric) bad = r < c && bits_of(x[i]) != bits_of(x[c * cols + r]);
-    if (structure == Structure::UpperTriangular) bad = r > c && x[i] != T(0);
-    if (structure == Structure::LowerTriangular) bad = r < c && x[i] != T(0);
+    const int64_t e = i % (n * n), r = e / n, c = e % n;
+    const uint8_t part = r > c ? kBelowDiagonal : r == c ? kOnDiagonal : kAboveDiagonal;
+    bool bad = !(stored & part) && x[i] != T(0);
+    if (symmetric && r < c) bad = bad || bits_of(x[i]) != bits_of(x[i - e + c * n + r]);
     if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
   }
 };
@@ -331,10 +342,22 @@ void dense_gemm(const GemmProblem& p, int device) {
   if constexpr (std::is_same_v<T, float>) {
     // The handle is this thread's own: its math mode follows the product's precision.
     SG_CUBLAS_CHECK(cublasSetMathMode(handle, p.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    SG_CUBLAS_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
-  } else {
-    SG_CUBLAS_CHECK(cublasDgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
   }
+  if (p.batch == 1) {
+    if constexpr (std::is_same_v<T, float>)
+      SG_CUBLAS_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    else
+      SG_CUBLAS_CHECK(cublasDgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    return;
+  }
+  // A batch: cuBLAS's own L mode, stride 0 for an operand the batch shares.
+  const int batch = cublas_dim("batch", p.batch);
+  if constexpr (std::is_same_v<T, float>)
+    SG_CUBLAS_CHECK(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &alpha, b, ldb, p.batch_stride_b, a, lda,
+                                              p.batch_stride_a, &beta, c, ldc, p.batch_stride_c, batch));
+  else
+    SG_CUBLAS_CHECK(cublasDgemmStridedBatched(handle, op_b, op_a, n, m, k, &alpha, b, ldb, p.batch_stride_b, a, lda,
+                                              p.batch_stride_a, &beta, c, ldc, p.batch_stride_c, batch));
 }
 
 }  // namespace
@@ -514,8 +537,8 @@ void CudaBackend::sum(const Tensor& x, Tensor& out, int64_t outer, int64_t reduc
 void CudaBackend::transpose(const Tensor& x, Tensor& out) {
   expect_on_device("transpose", x);
   expect_on_device("transpose", out);
-  int64_t rows = 0, cols = 0;
-  matrix_dims("transpose", x, &rows, &cols);
+  const MatrixBatch v = matrix_batch("cuda transpose", nullptr, x);
+  const int64_t rows = v.rows, cols = v.cols;
   SG_CHECK(out.numel() == x.numel() && out.dtype() == x.dtype(), "cuda transpose: output ", out.shape(), " ",
            out.dtype(), " does not fit input ", x.shape(), " ", x.dtype());
   SG_CHECK(out.data_ptr() != x.data_ptr(), "cuda transpose: output must not alias the input");
@@ -523,11 +546,12 @@ void CudaBackend::transpose(const Tensor& x, Tensor& out) {
   const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
   SG_CHECK(col_tiles <= INT_MAX, "cuda transpose: ", cols, " columns are too many");
   DeviceGuard guard(device_);
-  const dim3 grid(static_cast<unsigned int>(col_tiles), static_cast<unsigned int>(std::min<int64_t>(row_tiles, 65535)));
+  const dim3 grid(static_cast<unsigned int>(col_tiles),
+                  static_cast<unsigned int>(std::min<int64_t>(row_tiles * v.count(), kMaxGridZ)));
   const dim3 block(kTile, kTileRows);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    transpose_kernel<T><<<grid, block, 0, stream(device_)>>>(data_of<T>(x), data_of<T>(out), rows, cols);
+    transpose_kernel<T><<<grid, block, 0, stream(device_)>>>(data_of<T>(x), data_of<T>(out), rows, cols, v.count());
     SG_CUDA_CHECK_LAUNCH("transpose_kernel");
   });
 }
@@ -535,14 +559,14 @@ void CudaBackend::transpose(const Tensor& x, Tensor& out) {
 void CudaBackend::triangle(const char* op, const Tensor& x, Tensor& out, int64_t diagonal, bool lower) {
   expect_on_device(op, x);
   expect_on_device(op, out);
-  int64_t rows = 0, cols = 0;
-  matrix_dims(op, x, &rows, &cols);
+  const MatrixBatch v = matrix_batch(op, nullptr, x);
   SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda ", op, ": output ", out.shape(),
            " does not match input ", x.shape());
   DeviceGuard guard(device_);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_for_each(op, device_, rows * cols, TriangleMap<T>{data_of<T>(x), data_of<T>(out), cols, diagonal, lower});
+    launch_for_each(op, device_, x.numel(),
+                    TriangleMap<T>{data_of<T>(x), data_of<T>(out), v.rows, v.cols, diagonal, lower});
   });
 }
 
@@ -553,21 +577,20 @@ void CudaBackend::tril(const Tensor& x, Tensor& out, int64_t diagonal) { triangl
 void CudaBackend::symmetrize(const Tensor& x, Tensor& out) {
   expect_on_device("symmetrize", x);
   expect_on_device("symmetrize", out);
-  int64_t rows = 0, cols = 0;
-  matrix_dims("symmetrize", x, &rows, &cols);
-  SG_CHECK(rows == cols, "cuda symmetrize: expected a square matrix, got shape ", x.shape());
+  const MatrixBatch v = square_batch("cuda symmetrize", nullptr, x);
   SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda symmetrize: output ", out.shape(),
            " does not match input ", x.shape());
-  const int64_t n = rows;
-  if (n == 0) return;
+  const int64_t n = v.rows;
+  if (x.numel() == 0) return;
   const int64_t tiles = (n + kTile - 1) / kTile;
   SG_CHECK(tiles <= 65535, "cuda symmetrize: n = ", n, " is too large");
   DeviceGuard guard(device_);
-  const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(tiles));
+  const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(tiles),
+                  static_cast<unsigned int>(std::min(v.count(), kMaxGridZ)));
   const dim3 block(kTile, kTileRows);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    symmetrize_kernel<T><<<grid, block, 0, stream(device_)>>>(data_of<T>(x), data_of<T>(out), n);
+    symmetrize_kernel<T><<<grid, block, 0, stream(device_)>>>(data_of<T>(x), data_of<T>(out), n, v.count());
     SG_CUDA_CHECK_LAUNCH("symmetrize_kernel");
   });
 }
@@ -575,14 +598,13 @@ void CudaBackend::symmetrize(const Tensor& x, Tensor& out) {
 void CudaBackend::diagonal(const Tensor& x, Tensor& out) {
   expect_on_device("diagonal", x);
   expect_on_device("diagonal", out);
-  int64_t rows = 0, cols = 0;
-  matrix_dims("diagonal", x, &rows, &cols);
-  SG_CHECK(out.numel() == std::min(rows, cols) && out.dtype() == x.dtype(), "cuda diagonal: output ", out.shape(),
-           " does not fit the diagonal of ", x.shape());
+  const MatrixBatch v = square_batch("cuda diagonal", nullptr, x);
+  SG_CHECK(out.numel() == v.count() * v.rows && out.dtype() == x.dtype(), "cuda diagonal: output ", out.shape(),
+           " does not fit the diagonals of ", x.shape());
   DeviceGuard guard(device_);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_for_each("diagonal", device_, out.numel(), DiagonalMap<T>{data_of<T>(x), data_of<T>(out), cols});
+    launch_for_each("diagonal", device_, out.numel(), DiagonalMap<T>{data_of<T>(x), data_of<T>(out), v.rows});
   });
 }
 
@@ -590,29 +612,24 @@ void CudaBackend::set_diagonal(const Tensor& x, const Tensor& d, Tensor& out) {
   expect_on_device("set_diagonal", x);
   expect_on_device("set_diagonal", d);
   expect_on_device("set_diagonal", out);
-  int64_t rows = 0, cols = 0;
-  matrix_dims("set_diagonal", x, &rows, &cols);
+  const MatrixBatch v = square_batch("cuda set_diagonal", nullptr, x);
   SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype() && d.dtype() == x.dtype(),
            "cuda set_diagonal: output ", out.shape(), " does not match input ", x.shape());
-  SG_CHECK(d.numel() == std::min(rows, cols), "cuda set_diagonal: diagonal of ", d.numel(),
-           " elements does not fit a matrix of shape ", x.shape());
+  SG_CHECK(d.numel() == v.count() * v.rows, "cuda set_diagonal: diagonals of ", d.numel(),
+           " elements do not fit matrices of shape ", x.shape());
   if (x.numel() == 0) return;
   copy(x, out);  // same stream: the diagonal writes below are ordered after it
   DeviceGuard guard(device_);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_for_each("set_diagonal", device_, d.numel(), SetDiagonalMap<T>{data_of<T>(d), data_of<T>(out), cols});
+    launch_for_each("set_diagonal", device_, d.numel(), SetDiagonalMap<T>{data_of<T>(d), data_of<T>(out), v.rows});
   });
 }
 
 int64_t CudaBackend::find_structure_violation(const Tensor& x, Structure s) {
   expect_on_device("find_structure_violation", x);
   if (s == Structure::Dense || x.numel() == 0) return -1;
-  int64_t rows = 0, cols = 0;
-  matrix_dims("find_structure_violation", x, &rows, &cols);
-  const bool symmetric = s == Structure::Symmetric;
-  SG_CHECK(!symmetric || rows == cols, "cuda find_structure_violation: a symmetric matrix must be square, got ",
-           x.shape());
+  const MatrixBatch v = square_batch("cuda find_structure_violation", nullptr, x);
   DeviceGuard guard(device_);
   const cudaStream_t st = stream(device_);
   Storage first_bad(sizeof(unsigned long long), Device(DeviceType::CUDA, device_));
@@ -620,8 +637,8 @@ int64_t CudaBackend::find_structure_violation(const Tensor& x, Structure s) {
   SG_CUDA_CHECK(cudaMemsetAsync(first_bad_ptr, 0xFF, sizeof(unsigned long long), st));  // "none found"
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_for_each("find_structure_violation", device_, rows * cols,
-                    StructureViolationMap<T>{data_of<T>(x), first_bad_ptr, rows, cols, s});
+    launch_for_each("find_structure_violation", device_, x.numel(),
+                    StructureViolationMap<T>{data_of<T>(x), first_bad_ptr, v.rows, traits(s).stored, traits(s).symmetric});
   });
   unsigned long long result = 0;
   SG_CUDA_CHECK(cudaMemcpyAsync(&result, first_bad_ptr, sizeof(result), cudaMemcpyDeviceToHost, st));
@@ -650,22 +667,29 @@ GemmProblem as_stored(const GemmProblem& p, DType dtype) {
 
 /// Dense·Dense with a Full mask goes to cuBLAS; every other product to the structured GEMM.
 bool dense_product(const GemmProblem& p) {
-  return p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
+  return p.a.structure == Structure::Dense && p.b.structure == Structure::Dense && p.mask == Structure::Dense;
 }
 }  // namespace
 
 bool CudaBackend::gemm(const GemmProblem& problem, DType dtype) {
-  SG_CHECK(problem.m >= 0 && problem.n >= 0 && problem.k >= 0, "cuda gemm: negative size m = ", problem.m,
-           ", n = ", problem.n, ", k = ", problem.k);
-  if (problem.m == 0 || problem.n == 0) return false;
+  SG_CHECK(problem.m >= 0 && problem.n >= 0 && problem.k >= 0 && problem.batch >= 0, "cuda gemm: negative size m = ",
+           problem.m, ", n = ", problem.n, ", k = ", problem.k, ", batch = ", problem.batch);
+  if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return false;
   DeviceGuard guard(device_);
   const GemmProblem p = as_stored(problem, dtype);
-  if (!dense_product(p)) return launch_structured_gemm(problem, dtype, device_);
+  const size_t element = element_size(dtype);
+  if (!dense_product(p)) {
+    if (problem.batch == 1) return launch_structured_gemm(problem, dtype, device_);
+    // A structured batch: one launch per product, each on the plan of its shape.
+    SG_CHECK(problem.at == nullptr, "cuda gemm: op(A)ᵀ is written for one product at a time, not for a batch");
+    for (int64_t i = 0; i < problem.batch; ++i) launch_structured_gemm(batch_item(problem, i, element), dtype, device_);
+    return false;
+  }
   if (p.k == 0) {  // an empty sum: C = 0 (all-zero bytes are 0.0 in float and double), or C unchanged
     if (p.accumulate) return false;
-    const size_t element = element_size(dtype);
-    SG_CUDA_CHECK(cudaMemset2DAsync(p.c_data, static_cast<size_t>(p.ldc) * element, 0,
-                                    static_cast<size_t>(p.n) * element, static_cast<size_t>(p.m), stream(device_)));
+    for (int64_t i = 0; i < p.batch; ++i)
+      SG_CUDA_CHECK(cudaMemset2DAsync(batch_item(p, i, element).c_data, static_cast<size_t>(p.ldc) * element, 0,
+                                      static_cast<size_t>(p.n) * element, static_cast<size_t>(p.m), stream(device_)));
     return false;
   }
   if (dtype == DType::Float32) {
@@ -677,7 +701,8 @@ bool CudaBackend::gemm(const GemmProblem& problem, DType dtype) {
 }
 
 bool CudaBackend::writes_transposed_a(const GemmProblem& p, DType dtype) {
-  return !dense_product(as_stored(p, dtype)) && p.k > 0 && ::sg::detail::cuda::writes_transposed_a(p, dtype, device_);
+  return p.batch == 1 && !dense_product(as_stored(p, dtype)) && p.k > 0 &&
+         ::sg::detail::cuda::writes_transposed_a(p, dtype, device_);
 }
 
 void CudaBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) {

@@ -50,10 +50,10 @@ class CudaBackend final : public Backend {
   bool writes_transposed_a(const GemmProblem& p, DType dtype) override;
 
   // Blocked over the structured GEMM with small diagonal-block kernels (cuda/linalg_*.cu).
-  void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+  void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
                         Tensor& x) override;
   void cholesky(const Tensor& a, Tensor& out, Tensor& info) override;
-  void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) override;
+  void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) override;
 
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override;
   void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,

@@ -178,7 +178,7 @@ struct BlockedCholesky {
   template <typename T>
   void leaf(int64_t lo, int64_t m) const;
 
-  Operand w_block(int64_t r0, int64_t c0, OperandKind kind, bool trans) const {
+  Operand w_block(int64_t r0, int64_t c0, Structure kind, bool trans) const {
     GemmOperand d{kind, trans};
     d.zeros_stored = zeros_in_w;
     return {cx.at(static_cast<const void*>(w), r0 * n + c0), n, d};
@@ -234,14 +234,14 @@ void BlockedCholesky::run(int64_t lo, int64_t hi, bool wants_inverse) const {
   // L21 = A21·W11ᵀ.
   void* l21 = cx.at(out, mid * n + lo);
   cx.product(n2, n1, n1, dense(cx.at(static_cast<const void*>(work), mid * n + lo), n),
-             w_block(lo, lo, OperandKind::Upper, true), l21, n, 1.0, false, zeros_in_w);
+             w_block(lo, lo, Structure::UpperTriangular, true), l21, n, 1.0, false, zeros_in_w);
   update(mid, n2, lo, n1);
   run(mid, hi, wants_inverse);
   if (wants_inverse) {
     // W21 = −W22·(L21·W11).
-    cx.product(n2, n1, n1, dense(l21, n), w_block(lo, lo, OperandKind::Lower, false), panel, n1, 1.0, false,
+    cx.product(n2, n1, n1, dense(l21, n), w_block(lo, lo, Structure::LowerTriangular, false), panel, n1, 1.0, false,
                zeros_in_w);
-    cx.product(n2, n1, n2, w_block(mid, mid, OperandKind::Lower, false), dense(panel, n1), cx.at(w, mid * n + lo), n,
+    cx.product(n2, n1, n2, w_block(mid, mid, Structure::LowerTriangular, false), dense(panel, n1), cx.at(w, mid * n + lo), n,
                -1.0, false, zeros_in_w);
   }
 }

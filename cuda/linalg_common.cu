@@ -38,13 +38,13 @@ namespace {
 // ---- small products -----------------------------------------------------------------------
 
 /// What small_product_kernel computes: C = alpha·op(A)·op(B), or C += … with `accumulate`, for
-/// op(A) [m, k] and op(B) [k, n] read through views whose structure (Dense, Upper or Lower) says what
-/// is read: the zero triangle of a triangular operand never is.
+/// op(A) [m, k] and op(B) [k, n] read through views whose patterns (of a Dense, Upper or Lower
+/// operand) say what is read: the zero triangle of a triangular operand never is.
 template <typename T>
 struct SmallProduct {
   View<const T> a;  ///< op(A)(i, p)
   View<const T> b;  ///< op(B)(p, j)
-  OperandKind a_kind, b_kind;
+  Pattern a_pattern, b_pattern;  ///< op(A)(i, p) as operand A (outer i), op(B)(p, j) as B (outer j)
   T* c;
   int64_t ldc;
   int m, n, k;
@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProdu
   __shared__ T bs[KR * LDS];  // op(B)'s round: bs[q][j]
   const int i0 = blockIdx.y * TILE, j0 = blockIdx.x * TILE;
   const KRange range =
-      structured_k_range(p.a_kind, p.b_kind, i0, min(i0 + TILE, p.m), j0, min(j0 + TILE, p.n), p.k);
+      structured_k_range(p.a_pattern, p.b_pattern, i0, min(i0 + TILE, p.m), j0, min(j0 + TILE, p.n), p.k);
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
   const bool a_along_k = p.a.col == 1 || p.a.col == -1;  // consecutive threads walk the unit step
   const bool b_along_j = p.b.col == 1 || p.b.col == -1;
@@ -86,13 +86,13 @@ __global__ void __launch_bounds__(kBlockThreads) small_product_kernel(SmallProdu
       const int e = tid + u * kBlockThreads;
       const int i = a_along_k ? e / KR : e % TILE, qa = a_along_k ? e % KR : e / TILE;
       const int64_t gi = i0 + i, ga = k0 + qa;
-      const bool a_inside = gi < p.m && ga < range.end && (p.a_kind != OperandKind::Lower || ga <= gi) &&
-                            (p.a_kind != OperandKind::Upper || ga >= gi);
+      const bool a_inside = gi < p.m && ga < range.end && (p.a_pattern != Pattern::KAtMostOuter || ga <= gi) &&
+                            (p.a_pattern != Pattern::KAtLeastOuter || ga >= gi);
       va[u] = a_inside ? p.a(gi, ga) : T(0);
       const int j = b_along_j ? e % TILE : e / KR, qb = b_along_j ? e / TILE : e % KR;
       const int64_t gj = j0 + j, gb = k0 + qb;
-      const bool b_inside = gj < p.n && gb < range.end && (p.b_kind != OperandKind::Lower || gj <= gb) &&
-                            (p.b_kind != OperandKind::Upper || gj >= gb);
+      const bool b_inside = gj < p.n && gb < range.end && (p.b_pattern != Pattern::KAtLeastOuter || gj <= gb) &&
+                            (p.b_pattern != Pattern::KAtMostOuter || gj >= gb);
       vb[u] = b_inside ? p.b(gb, gj) : T(0);
     }
 #pragma unroll
@@ -163,7 +163,7 @@ struct ZeroOffBlocksMap {
 template <typename T>
 void Context::small_product(int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc, double alpha,
                             bool accumulate) const {
-  const SmallProduct<T> p{op_view<T>(a), op_view<T>(b), a.desc.kind, b.desc.kind, static_cast<T*>(c), ldc,
+  const SmallProduct<T> p{op_view<T>(a), op_view<T>(b), a_pattern(a.desc), b_pattern(b.desc), static_cast<T*>(c), ldc,
                           static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<T>(alpha),
                           accumulate};
   // 64-tiles once 32-tiles would be several waves.
@@ -188,8 +188,8 @@ void Context::product(int64_t m, int64_t n, int64_t k, Operand a, Operand b, voi
   p.a = a.desc;
   p.b = b.desc;
   if (dense) {
-    if (is_triangular(p.a.kind) && p.a.zeros_stored) p.a = GemmOperand{OperandKind::Dense, p.a.trans};
-    if (is_triangular(p.b.kind) && p.b.zeros_stored) p.b = GemmOperand{OperandKind::Dense, p.b.trans};
+    if (is_triangular(p.a.structure) && p.a.zeros_stored) p.a = GemmOperand{Structure::Dense, p.a.trans};
+    if (is_triangular(p.b.structure) && p.b.zeros_stored) p.b = GemmOperand{Structure::Dense, p.b.trans};
   }
   p.alpha = alpha;
   p.tf32 = false;

@@ -33,7 +33,7 @@ struct Operand {
 };
 
 inline Operand dense(const void* data, int64_t ld, bool trans = false) {
-  return {data, ld, GemmOperand{OperandKind::Dense, trans}};
+  return {data, ld, GemmOperand{Structure::Dense, trans}};
 }
 
 /// What one call works with: the backend's GEMM, the dtype and the options read once.
@@ -74,7 +74,7 @@ inline int64_t largest_half(int64_t n, int64_t leaf = kLeaf) { return n <= leaf 
 /// The one-launch solve (few right-hand sides): L·X' = B' for the lower view of op(T) (left) or of
 /// op(T)ᵀ (right: X·op(T) = B is op(T)ᵀ·Xᵀ = Bᵀ), reversed where that view is upper.
 template <typename T>
-void solve_few_columns(int device, const T* t, int64_t n, OperandKind kind, bool trans, bool unit, bool left, T* x,
+void solve_few_columns(int device, const T* t, int64_t n, Structure kind, bool trans, bool unit, bool left, T* x,
                        int64_t k);
 
 /// Exact zeros in the strict upper (or lower) triangle of out [n, n] outside its diagonal blocks of

@@ -277,14 +277,14 @@ void launch_few_columns(int device, const FewColumnsArgs<T>& args, int64_t block
 }  // namespace
 
 template <typename T>
-void solve_few_columns(int device, const T* t, int64_t n, OperandKind kind, bool trans, bool unit, bool left, T* x,
+void solve_few_columns(int device, const T* t, int64_t n, Structure kind, bool trans, bool unit, bool left, T* x,
                        int64_t k) {
   constexpr int BS = few_columns_block<T>();
   if (!left) {
     trans = !trans;
-    kind = kind == OperandKind::Lower ? OperandKind::Upper : OperandKind::Lower;
+    kind = kind == Structure::LowerTriangular ? Structure::UpperTriangular : Structure::LowerTriangular;
   }
-  const bool reversed = kind == OperandKind::Upper;
+  const bool reversed = kind == Structure::UpperTriangular;
   FewColumnsArgs<T> args{};
   // L(i, j) = op(T)(ρ(i), ρ(j)), ρ the reversal when `reversed`.
   args.l = reversed ? t + (n - 1) * (n + 1) : t;
@@ -318,8 +318,8 @@ void solve_few_columns(int device, const T* t, int64_t n, OperandKind kind, bool
   // `words` goes back to the cache here; its next user is queued behind the kernel.
 }
 
-template void solve_few_columns<float>(int, const float*, int64_t, OperandKind, bool, bool, bool, float*, int64_t);
-template void solve_few_columns<double>(int, const double*, int64_t, OperandKind, bool, bool, bool, double*,
+template void solve_few_columns<float>(int, const float*, int64_t, Structure, bool, bool, bool, float*, int64_t);
+template void solve_few_columns<double>(int, const double*, int64_t, Structure, bool, bool, bool, double*,
                                         int64_t);
 
 }  // namespace sg::detail::cuda::linalg

@@ -51,7 +51,7 @@ struct BlockedSolve {
   const void* t;
   int64_t n;
   bool trans;
-  OperandKind kind;  // of op(T)
+  Structure kind;  // of op(T)
   bool left;
   void* x;
   void* w;
@@ -76,7 +76,7 @@ struct BlockedSolve {
     }
     const int64_t mid = split(lo, hi);
     // op(T) lower on the left, upper on the right: the first rows are solved first.
-    const bool forward = left == (kind == OperandKind::Lower);
+    const bool forward = left == (kind == Structure::LowerTriangular);
     const int64_t f0 = forward ? lo : mid, f1 = forward ? mid : hi;
     const int64_t s0 = forward ? mid : lo, s1 = forward ? hi : mid;
     run(f0, f1);
@@ -90,7 +90,7 @@ struct BlockedSolve {
 
 /// Launches invert_blocks_kernel over the diagonal blocks of op(T).
 template <typename T>
-void invert_blocks(int device, const T* t, int64_t n, bool trans, OperandKind kind, bool unit, T* out,
+void invert_blocks(int device, const T* t, int64_t n, bool trans, Structure kind, bool unit, T* out,
                    int64_t out_step, int64_t ldo) {
   constexpr int NB = static_cast<int>(kLeaf);
   const auto kernel = invert_blocks_kernel<T, NB>;
@@ -98,7 +98,7 @@ void invert_blocks(int device, const T* t, int64_t n, bool trans, OperandKind ki
   static std::atomic<uint64_t> shared_set{0};
   allow_shared(kernel, bytes, device, shared_set);
   const unsigned blocks = static_cast<unsigned>((n + NB - 1) / NB);
-  kernel<<<blocks, kBlockThreads, bytes, stream(device)>>>(t, n, trans, kind == OperandKind::Upper, unit, out,
+  kernel<<<blocks, kBlockThreads, bytes, stream(device)>>>(t, n, trans, kind == Structure::UpperTriangular, unit, out,
                                                             out_step, ldo);
   SG_CUDA_CHECK_LAUNCH("invert_blocks_kernel");
 }
@@ -111,7 +111,7 @@ namespace sg::detail::cuda {
 
 using namespace linalg;
 
-void CudaBackend::solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+void CudaBackend::solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
                                    Tensor& x) {
   expect_on_device("solve_triangular", t);
   expect_on_device("solve_triangular", x);
@@ -142,7 +142,7 @@ void CudaBackend::solve_triangular(const Tensor& t, OperandKind kind, bool trans
   });
 }
 
-void CudaBackend::triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) {
+void CudaBackend::triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) {
   expect_on_device("triangular_inverse", t);
   expect_on_device("triangular_inverse", out);
   SG_CHECK(is_triangular(kind), "cuda triangular_inverse: T must be Upper or Lower");
@@ -154,7 +154,7 @@ void CudaBackend::triangular_inverse(const Tensor& t, OperandKind kind, bool uni
   SG_CHECK(out.data_ptr() != t.data_ptr(), "cuda triangular_inverse: the output must not alias T");
   DeviceGuard guard(device_);
   const LinalgOptions options = linalg_options();
-  const bool lower = kind == OperandKind::Lower;
+  const bool lower = kind == Structure::LowerTriangular;
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const Context cx{*this, t.dtype(), sizeof(T), device_, options};

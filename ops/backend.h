@@ -99,7 +99,7 @@ enum class RandomKind : uint8_t { Uniform, Normal };
 /// What arg_reduce finds along the reduced dimension: the largest or the smallest value.
 enum class ArgReduce : uint8_t { Max, Min };
 
-/// Hyper-parameters of the fused optimizer updates (autograd/optim.h fills them).
+/// Hyper-parameters of the fused optimizer updates (optim/optim.cpp fills them).
 struct SgdParams {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false, first_step = true;
@@ -142,20 +142,25 @@ class Backend {
   /// The first position i with index[i] outside [0, extent), or −1. Synchronises.
   virtual int64_t find_bad_index(const Tensor& index, int64_t extent) = 0;
 
-  /// out = xᵀ for x of shape [r, c].
+  // The matrix methods below take batches: x of shape [..., r, c] holds packed r × c matrices (the
+  // leading dimensions are the batch, as ops/matrix_batch.h views it), and each matrix of the output
+  // is computed from the matrix of x at its place.
+
+  /// out = xᵀ per matrix: x [..., r, c], out [..., c, r].
   virtual void transpose(const Tensor& x, Tensor& out) = 0;
-  /// out[i][j] = (j − i >= diagonal) ? x[i][j] : 0, for x of shape [r, c].
+  /// out[i][j] = (j − i >= diagonal) ? x[i][j] : 0, per matrix of x [..., r, c].
   virtual void triu(const Tensor& x, Tensor& out, int64_t diagonal) = 0;
-  /// out[i][j] = (j − i <= diagonal) ? x[i][j] : 0, for x of shape [r, c].
+  /// out[i][j] = (j − i <= diagonal) ? x[i][j] : 0, per matrix of x [..., r, c].
   virtual void tril(const Tensor& x, Tensor& out, int64_t diagonal) = 0;
-  /// out = (x + xᵀ)/2 for square x, mirrored bit for bit.
+  /// out = (x + xᵀ)/2 per square matrix of x [..., n, n], mirrored bit for bit.
   virtual void symmetrize(const Tensor& x, Tensor& out) = 0;
-  /// out[i] = x[i][i] for square x.
+  /// out[..., i] = x[..., i, i] for x [..., n, n].
   virtual void diagonal(const Tensor& x, Tensor& out) = 0;
-  /// out = x with its diagonal replaced by d (out may alias nothing).
+  /// out = x with each matrix's diagonal replaced by d [..., n] (out may alias nothing).
   virtual void set_diagonal(const Tensor& x, const Tensor& d, Tensor& out) = 0;
-  /// Row-major index of the first entry that breaks `s` (Upper: i > j and x != 0; Lower: i < j
-  /// and x != 0; Symmetric: i < j and x[i][j] != x[j][i] bitwise), or −1. Synchronises.
+  /// Row-major index into x [..., n, n] of the first entry that breaks `s`: a non-zero outside the
+  /// structure's stored part, or for a symmetric one x[i][j] != x[j][i] bitwise (i < j); or −1.
+  /// Synchronises.
   virtual int64_t find_structure_violation(const Tensor& x, Structure s) = 0;
 
   /// Counter-based random numbers: element i uses counter offset + i under `seed`, so the
@@ -167,19 +172,22 @@ class Backend {
   /// offset + i (ties by i), so every device gives the same permutation.
   virtual void random_permutation(Tensor& out, uint64_t seed, uint64_t offset) = 0;
 
-  /// C = alpha·op(A)·op(B) with the descriptors of `p` (see gemm_desc.h). Dense·Dense with a
-  /// Full mask may use the vendor GEMM; every structured case uses the structured kernel. Returns
-  /// whether it also wrote op(A)ᵀ into p.at (GemmProblem::at).
+  /// C = alpha·op(A)·op(B) with the descriptors of `p` (see gemm_desc.h), for each product of its
+  /// batch (GemmProblem::batch). Dense·Dense with a Dense output may use the vendor GEMM; every
+  /// structured case uses the structured kernel. Returns whether it also wrote op(A)ᵀ into p.at
+  /// (GemmProblem::at; one product only).
   virtual bool gemm(const GemmProblem& p, DType dtype) = 0;
   /// Whether gemm(p) would also write op(A)ᵀ, given a buffer in p.at: a backend whose kernel reads
   /// A's tiles anyway may offer it to the backward. The CPU backend never does.
   virtual bool writes_transposed_a(const GemmProblem& p, DType dtype) { return false; }
 
+  // The factorizations and solves take one matrix: T [n, n], B [n, k] or [k, n].
+
   /// Solves op(T)·X = B (`left`) or X·op(T) = B in place: x holds B on entry and X on exit. T is
   /// [n, n], op(T) = Tᵀ when `trans`, and `kind` (Upper or Lower) is the structure of op(T): T's
   /// other triangle is never read, nor its diagonal with `unit_diagonal` (taken as ones). Exact
   /// arithmetic (never TF32); the op checks the diagonal for zeros first.
-  virtual void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+  virtual void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
                                 Tensor& x) = 0;
   /// out = the lower Cholesky factor of the symmetric positive definite a [n, n] (its lower
   /// triangle read), exact zeros above the diagonal; info (0-d int64) = 0, or the 1-based index of
@@ -187,9 +195,9 @@ class Backend {
   virtual void cholesky(const Tensor& a, Tensor& out, Tensor& info) = 0;
   /// out = T⁻¹ for T [n, n] read through `kind` (Upper or Lower, as stored), exact zeros in the
   /// other triangle; `unit_diagonal` as in solve_triangular.
-  virtual void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) = 0;
+  virtual void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) = 0;
 
-  /// Fused in-place optimizer updates of one parameter (see autograd/optim.h).
+  /// Fused in-place optimizer updates of one parameter (see optim/optim.cpp).
   virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) = 0;
   virtual void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                          const AdamParams& h) = 0;

@@ -24,24 +24,25 @@
 namespace sg {
 namespace {
 
-using detail::OperandKind;
+using detail::is_triangular;
+using detail::op_structure;
 
-bool is_triangular(Structure s) { return s == Structure::UpperTriangular || s == Structure::LowerTriangular; }
-
-/// The structure of op(T) for a triangular T: transposing swaps Upper and Lower.
-OperandKind kind_of(Structure s, bool trans) {
-  return (s == Structure::LowerTriangular) != trans ? OperandKind::Lower : OperandKind::Upper;
+/// The view of a floating-point square matrix `t` (what: its name in messages); one matrix.
+detail::MatrixBatch square_matrix(const char* op, const char* what, const Tensor& t) {
+  SG_CHECK(t.defined(), op, ": ", what, " is undefined");
+  detail::check_floating(op, t);
+  const detail::MatrixBatch view = detail::square_batch(op, what, t);
+  detail::require_single_matrix(op, view);
+  return view;
 }
 
 /// Checks that `t` is a square triangular matrix; `what` names it in the message.
 void check_triangular(const char* op, const char* what, const Tensor& t) {
-  detail::check_floating(op, t);
-  SG_CHECK(t.dim() == 2 && t.size(0) == t.size(1), op, ": expected ", what, " to be a square matrix, got shape ",
-           t.shape());
+  square_matrix(op, what, t);
   SG_CHECK(is_triangular(t.structure()), op, ": expected ", what,
            " to be UpperTriangular or LowerTriangular (tag it with sg::triu, sg::tril, sg::as_upper or "
-           "sg::as_lower), got a ",
-           t.structure(), " tensor");
+           "sg::as_lower), got ",
+           detail::with_article(structure_name(t.structure())), " tensor");
 }
 
 /// A copy of the triangular t's diagonal for check_nonzero_diagonal. Taken before a solve and checked
@@ -63,14 +64,16 @@ void check_nonzero_diagonal(const char* op, const char* what, const Tensor& d) {
 /// Checks the right-hand side of a solve against op(T) [n, n]: a matrix of T's dtype and device
 /// with n rows (left) or n columns (right).
 void check_rhs(const char* op, const Tensor& t, const Tensor& b, bool left) {
+  SG_CHECK(b.defined(), op, ": B is undefined");
   detail::check_floating(op, b);
   SG_CHECK(b.device() == t.device(), op, ": expected T and B on one device, got ", t.device(), " and ", b.device());
   SG_CHECK(b.dtype() == t.dtype(), op, ": expected T and B of one dtype, got ", t.dtype(), " and ", b.dtype());
-  SG_CHECK(b.dim() == 2, op, ": expected B to be a matrix, got shape ", b.shape());
-  const int64_t n = t.size(0);
-  SG_CHECK(left ? b.size(0) == n : b.size(1) == n, op, ": T of shape ", t.shape(), " does not fit B of shape ",
+  const detail::MatrixBatch view = detail::matrix_batch(op, "B", b);
+  const int64_t n = t.size(-1);
+  SG_CHECK(left ? view.rows == n : view.cols == n, op, ": T of shape ", t.shape(), " does not fit B of shape ",
            b.shape(), left ? " (a left solve needs B with " : " (a right solve needs B with ", n,
            left ? " rows)" : " columns)");
+  detail::require_single_matrix(op, view);
 }
 
 /// X with op(T)·X = B or X·op(T) = B, no autograd.
@@ -79,7 +82,7 @@ Tensor solve_raw(const Tensor& t, bool trans, const Tensor& b, bool left, bool u
   if (x.numel() == 0) return x;
   detail::Backend& backend = detail::backend_of(t);
   backend.copy(b, x);
-  backend.solve_triangular(t, kind_of(t.structure(), trans), trans, unit_diagonal, left, x);
+  backend.solve_triangular(t, op_structure(t.structure(), trans), trans, unit_diagonal, left, x);
   return x;
 }
 
@@ -122,11 +125,10 @@ Tensor solve(const char* op, const Tensor& t, bool trans, const Tensor& b, bool 
 
 /// Checks that s is a square Symmetric matrix; `op` names the caller.
 void check_symmetric(const char* op, const Tensor& s) {
-  detail::check_floating(op, s);
-  SG_CHECK(s.dim() == 2 && s.size(0) == s.size(1), op, ": expected a square matrix, got shape ", s.shape());
+  detail::one_square_matrix(op, s);
   SG_CHECK(s.structure() == Structure::Symmetric, op,
-           ": expected a Symmetric positive definite matrix (tag it with sg::sym or sg::as_symmetric), got a ",
-           s.structure(), " tensor");
+           ": expected a Symmetric positive definite matrix (tag it with sg::sym or sg::as_symmetric), got ",
+           detail::with_article(structure_name(s.structure())), " tensor");
 }
 
 /// The Cholesky factor and its info code, no autograd and no check of the code.
@@ -153,7 +155,7 @@ void record_cholesky(const Tensor& s, const Tensor& l) {
     if (n == 0) return std::vector<Tensor>{detail::make_tensor({0, 0}, dl.dtype(), dl.device(), Structure::Symmetric)};
     detail::Backend& backend = detail::backend_of(l_saved);
     Tensor m = detail::make_tensor({n, n}, l_saved.dtype(), l_saved.device(), Structure::LowerTriangular);
-    backend.triangular_inverse(l_saved, OperandKind::Lower, false, m);  // M = L⁻¹
+    backend.triangular_inverse(l_saved, Structure::LowerTriangular, false, m);  // M = L⁻¹
     // Φ(Lᵀ·dL)ᵀ = triu(dLᵀ·L) with its diagonal halved, an Upper matrix.
     Tensor q = detail::product_raw(dl, true, l_saved, false, Structure::UpperTriangular);
     Tensor half_diagonal = detail::empty_on(q, {n});
@@ -196,8 +198,7 @@ CholeskyResult cholesky_ex(const Tensor& s) {
 
 Tensor logdet(const Tensor& x) {
   constexpr const char* op = "logdet";
-  detail::check_floating(op, x);
-  SG_CHECK(x.dim() == 2 && x.size(0) == x.size(1), op, ": expected a square matrix, got shape ", x.shape());
+  detail::one_square_matrix(op, x);
   if (is_triangular(x.structure())) return sum(log(abs(diagonal(x))));  // diagonal's gradient keeps x's tag
   SG_CHECK(x.structure() == Structure::Symmetric, op,
            ": expected a Symmetric positive definite or a triangular matrix, got a Dense tensor (tag it with "
@@ -215,7 +216,7 @@ Tensor logdet(const Tensor& x) {
       const Tensor& l_saved = ctx.saved[0];
       const int64_t n = l_saved.size(0);
       Tensor m = detail::make_tensor({n, n}, l_saved.dtype(), l_saved.device(), Structure::LowerTriangular);
-      if (n > 0) detail::backend_of(l_saved).triangular_inverse(l_saved, OperandKind::Lower, false, m);
+      if (n > 0) detail::backend_of(l_saved).triangular_inverse(l_saved, Structure::LowerTriangular, false, m);
       // X⁻¹ = L⁻ᵀ·L⁻¹ = Mᵀ·M, symmetric: the upper triangle computed and mirrored.
       Tensor inv = detail::product_raw(m, true, m, false, Structure::Symmetric);
       return std::vector<Tensor>{detail::binary_raw("logdet", detail::BinaryOp::Mul, inv, g, 0.0,
@@ -227,10 +228,10 @@ Tensor logdet(const Tensor& x) {
 
 Tensor cholesky_solve(const Tensor& l, const Tensor& b) {
   constexpr const char* op = "cholesky_solve";
-  detail::check_floating(op, l);
-  SG_CHECK(l.dim() == 2 && l.size(0) == l.size(1), op, ": expected L to be a square matrix, got shape ", l.shape());
+  square_matrix(op, "L", l);
   SG_CHECK(l.structure() == Structure::LowerTriangular, op,
-           ": expected L to be the LowerTriangular Cholesky factor (sg::cholesky), got a ", l.structure(), " tensor");
+           ": expected L to be the LowerTriangular Cholesky factor (sg::cholesky), got ",
+           detail::with_article(structure_name(l.structure())), " tensor");
   check_rhs(op, l, b, true);
   // S⁻¹·B = L⁻ᵀ·(L⁻¹·B): two solves, the second reading L transposed.
   return solve(op, l, true, solve(op, l, false, b, true, false, "L"), true, false);
@@ -242,7 +243,7 @@ Tensor inverse(const Tensor& t) {
   const Tensor diagonal = diagonal_copy(t);
   const Structure st = t.structure();
   Tensor m = detail::empty_like(t, st);
-  if (m.numel() > 0) detail::backend_of(t).triangular_inverse(t, kind_of(st, false), false, m);
+  if (m.numel() > 0) detail::backend_of(t).triangular_inverse(t, st, false, m);
   check_nonzero_diagonal(op, "T", diagonal);
   if (autograd::needs_record({t})) {
     autograd::record(op, {t}, {m}, {m}, [st](autograd::BackwardContext& ctx) {

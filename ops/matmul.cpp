@@ -1,15 +1,16 @@
 // Structured matrix products and their backward, all through one structured GEMM.
 //
-// The dispatch table below maps (lhs structure, rhs structure) to the result's structure
-// and the output mask; the device's backend then runs the product (CPU: Eigen GEMM for
-// Dense·Dense, the blocked structured GEMM otherwise; CUDA: cuBLAS for Dense·Dense and for float64
-// products of Symmetric matrices with stored mirrors, the structured kernel otherwise). Every product, forward and backward, is one call
+// The structure table (core/structures.h) gives the result's structure of each pair of operand
+// structures; the device's backend then runs the product (CPU: Eigen GEMM for Dense·Dense, the blocked
+// structured GEMM otherwise; CUDA: cuBLAS for Dense·Dense and for float64 products of Symmetric
+// matrices with stored mirrors, the structured kernel otherwise). Every product, forward and backward,
+// is one call
 //   C = alpha · op(A) · op(B)
-// with operand descriptors (Dense / Upper / Lower / Symmetric, transposed or not) and an
-// output mask, so backward computes only what each input's structure needs:
+// with operand descriptors (the structure of op(X), transposed or not) and the structure of the part
+// of C computed, so backward computes only what each input's structure needs:
 //   dA = proj_A(G · op(B)ᵀ),  dB = proj_B(op(A)ᵀ · G),  G projected onto C's structure,
-// where proj for an Upper input is the Upper output mask (only i <= j is computed), and
-// for a Symmetric input the full product followed by (X + Xᵀ)/2.
+// where proj for an Upper input is the Upper output (only i <= j is computed), and for a Symmetric
+// input the full product followed by (X + Xᵀ)/2.
 #include <structgrad/ops/matmul.h>
 
 #include <atomic>
@@ -23,52 +24,33 @@
 namespace sg {
 
 using detail::GemmOperand;
-using detail::OperandKind;
-using detail::OutputMask;
 
 namespace {
 
 std::atomic<Precision> current_precision{Precision::Float32};
 
-// (lhs, rhs) → result structure. Only Upper·Upper and Lower·Lower keep a structure: S·T is
-// symmetric only when S and T commute, and U·L, U·S, S·U, U·D… have no zero pattern to keep.
-// Indexed by Structure: Dense, UpperTriangular, Symmetric, LowerTriangular.
-constexpr Structure D = Structure::Dense, U = Structure::UpperTriangular, L = Structure::LowerTriangular;
-//                                        rhs: Dense  Upper  Symmetric  Lower
-constexpr Structure kMatmulTable[4][4] = {/* lhs Dense     */ {D, D, D, D},
-                                          /* lhs Upper     */ {D, U, D, D},
-                                          /* lhs Symmetric */ {D, D, D, D},
-                                          /* lhs Lower     */ {D, D, D, L}};
-
-Structure matmul_rule(Structure a, Structure b) { return kMatmulTable[static_cast<int>(a)][static_cast<int>(b)]; }
-
-/// The descriptor of op(X) for a tensor of structure s read transposed or not. An
-/// UpperTriangular tensor holds exact zeros below its diagonal and a Symmetric one its mirror bit
-/// for bit (their invariants), so the kernels may use them as stored.
+/// The descriptor of op(X) for a tensor of structure s read transposed or not. A tensor holds its
+/// structure's invariant (exact zeros outside its stored part, a bit-exact mirror), so the kernels may
+/// use them as stored. A symmetric operand reads the same either way, so its flag stays clear.
 GemmOperand operand(Structure s, bool trans) {
-  switch (s) {
-    case Structure::Dense: return {OperandKind::Dense, trans};
-    case Structure::UpperTriangular: return {trans ? OperandKind::Lower : OperandKind::Upper, trans, true};
-    case Structure::Symmetric: return {OperandKind::Symmetric, false, false, true};
-    case Structure::LowerTriangular: return {trans ? OperandKind::Upper : OperandKind::Lower, trans, true};
-  }
-  return {OperandKind::Dense, trans};
+  const bool symmetric = detail::traits(s).symmetric;
+  return {detail::op_structure(s, trans), trans && !symmetric, detail::is_triangular(s), symmetric};
 }
 
-/// The descriptor of op(X)ᵀ read from the same storage: the trans flag flips, and so do Upper and
-/// Lower (a Symmetric operand reads the same either way).
+/// The descriptor of op(X)ᵀ read from the same storage: the trans flag flips, and so does the
+/// structure (a Symmetric operand reads the same either way).
 GemmOperand flipped(GemmOperand d) {
-  if (d.kind == OperandKind::Symmetric) return d;
+  if (detail::traits(d.structure).symmetric) return d;
   d.trans = !d.trans;
-  if (d.kind == OperandKind::Upper) d.kind = OperandKind::Lower;
-  else if (d.kind == OperandKind::Lower) d.kind = OperandKind::Upper;
+  d.structure = detail::traits(d.structure).transpose;
   return d;
 }
 
-/// The descriptor of op(a)ᵀ read from the copy the forward wrote (product's `at`; a not transposed):
-/// outer-major, Lower for an Upper a, its zeros vouched as far as GemmProblem::at promises.
+/// The descriptor of op(a)ᵀ read from the copy the forward wrote (product's `at`; a Dense or Upper a
+/// not transposed): outer-major, Lower for an Upper a, its zeros vouched as far as GemmProblem::at
+/// promises.
 GemmOperand transposed_copy_operand(Structure s) {
-  return s == Structure::UpperTriangular ? GemmOperand{OperandKind::Lower, false, true} : GemmOperand{OperandKind::Dense};
+  return {detail::op_structure(s, true), false, detail::is_triangular(s)};
 }
 
 /// The descriptor of an upstream gradient read through its output's structure s: unprojected, so
@@ -80,28 +62,9 @@ GemmOperand gradient_operand(Structure s, bool trans) {
   return d;
 }
 
-OutputMask mask_for_gradient(Structure input) {
-  return input == Structure::UpperTriangular ? OutputMask::Upper : OutputMask::Full;
-}
-
-/// The structure op(a)·op(b) keeps: Upper when both are upper, Lower when both are lower.
-Structure product_structure(GemmOperand da, GemmOperand db) {
-  if (da.kind == OperandKind::Upper && db.kind == OperandKind::Upper) return Structure::UpperTriangular;
-  if (da.kind == OperandKind::Lower && db.kind == OperandKind::Lower) return Structure::LowerTriangular;
-  return Structure::Dense;
-}
-
-Structure structure_of(OutputMask mask) {
-  switch (mask) {
-    case OutputMask::Upper: return Structure::UpperTriangular;
-    case OutputMask::Symmetric: return Structure::Symmetric;
-    default: return Structure::Dense;
-  }
-}
-
 /// c = alpha · op(a) · op(b) into c [m, n], no autograd; `c_zeros_stored` as GemmProblem's, and `at`
 /// as gemm_raw's. Returns whether the backend wrote op(a)ᵀ into *at.
-bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask,
+bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, Structure mask,
                double alpha, Precision precision, bool c_zeros_stored, Tensor* at) {
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t k = da.trans ? a.size(0) : a.size(1);
@@ -142,7 +105,7 @@ bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, Gemm
 /// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
 /// `at`: where given and the backend offers it, the product also writes op(a)ᵀ into a [k, m] tensor
 /// (GemmProblem::at), which *at then holds (left undefined otherwise).
-Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, OutputMask mask, double alpha,
+Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, Structure mask, double alpha,
                 Tensor* at = nullptr, Precision precision = matmul_precision()) {
   const int64_t m = da.trans ? a.size(1) : a.size(0);
   const int64_t n = db.trans ? b.size(0) : b.size(1);
@@ -150,38 +113,40 @@ Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db
   // output of its shape left with its zeros below the diagonal, where there is one, which the product
   // then leaves as they are (GemmProblem::c_zeros_stored).
   detail::UpperOutput pooled;
-  const bool pool = mask == OutputMask::Upper && a.device().is_cuda();
+  const bool pool = mask == Structure::UpperTriangular && a.device().is_cuda();
   if (pool) pooled = detail::take_upper_output(m, n, a.dtype(), a.device());
-  Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), structure_of(mask));
+  Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), mask);
   gemm_into(c, a, da, b, db, mask, alpha, precision, pooled.zeros_held, at);
   if (pool) pooled.written();
   return c;
 }
 
-/// tril(alpha · op(a) · op(b)), tagged LowerTriangular. The kernels compute upper parts only, so it
-/// runs as the transposed product, triu(op(b)ᵀ · op(a)ᵀ), and one transpose of the result.
-Tensor gemm_lower_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, double alpha,
-                      Precision precision = matmul_precision()) {
-  const Tensor upper = gemm_raw(b, flipped(db), a, flipped(da), OutputMask::Upper, alpha, nullptr, precision);
-  Tensor c = detail::make_tensor({upper.size(1), upper.size(0)}, a.dtype(), a.device(), Structure::LowerTriangular);
-  if (c.numel() > 0) detail::backend_of(a).transpose(upper, c);
+/// alpha · op(a) · op(b) as a tensor of structure `out`, which says what part is computed: an output
+/// the kernels write (detail::is_output_mask) directly; any other, a LowerTriangular one, as the
+/// transposed product of the transposed structure, triu(op(b)ᵀ · op(a)ᵀ), and one transpose of it.
+Tensor structured_product(Structure out, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db,
+                          double alpha, Tensor* at = nullptr, Precision precision = matmul_precision()) {
+  if (detail::is_output_mask(out)) return gemm_raw(a, da, b, db, out, alpha, at, precision);
+  const Tensor t = gemm_raw(b, flipped(db), a, flipped(da), detail::traits(out).transpose, alpha, nullptr, precision);
+  Tensor c = detail::make_tensor({t.size(1), t.size(0)}, a.dtype(), a.device(), out);
+  if (c.numel() > 0) detail::backend_of(a).transpose(t, c);
   return c;
 }
 
-/// proj_s(alpha · op(a) · op(b)) for an input of structure s: the Upper mask for Upper, the Lower
-/// product for Lower, the full product then (X + Xᵀ)/2 for Symmetric, the full product for Dense.
+/// proj_s(alpha · op(a) · op(b)) for an input of structure s (the table's gradient projection): the
+/// part s keeps, computed alone, or the full product then (X + Xᵀ)/2 for Symmetric.
 Tensor projected_product(Structure s, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, double alpha) {
-  if (s == Structure::LowerTriangular) return gemm_lower_raw(a, da, b, db, alpha);
-  const Tensor c = gemm_raw(a, da, b, db, mask_for_gradient(s), alpha);
-  return s == Structure::Symmetric ? Tensor(sym(c)) : c;
+  if (detail::traits(s).gradient_projection == detail::Projection::Symmetrize)
+    return sym(gemm_raw(a, da, b, db, Structure::Dense, alpha));
+  return structured_product(s, a, da, b, db, alpha);
 }
 
 /// The differentiable product C = op(a)·op(b) with the structure rule of the table.
 Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool tb) {
   const Structure sa = a.structure(), sb = b.structure();
   const GemmOperand da = operand(sa, ta), db = operand(sb, tb);
-  // Upper when both op(a) and op(b) are upper, Lower when both are lower.
-  const Structure result = product_structure(da, db);
+  // Upper when both op(a) and op(b) are upper, Lower when both are lower (the structure table's rule).
+  const Structure result = detail::product_structure(da.structure, db.structure);
   // dB = op(a)ᵀ·G reads op(a)ᵀ, which the CUDA TF32 kernels take outer-major only: a copy of a. The
   // forward lets the kernel that reads a's tiles anyway write it (GemmProblem::at); the backward then
   // reads it instead of copying a. It is kept from the forward to the backward: a [k, m] tensor per
@@ -189,10 +154,7 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   Tensor at;
   const bool offer_at = !ta && !tb && (sa == Structure::Dense || sa == Structure::UpperTriangular) &&
                         result != Structure::LowerTriangular && autograd::needs_record({b});
-  Tensor c = result == Structure::LowerTriangular
-                 ? gemm_lower_raw(a, da, b, db, 1.0)
-                 : gemm_raw(a, da, b, db, result == Structure::UpperTriangular ? OutputMask::Upper : OutputMask::Full,
-                            1.0, offer_at ? &at : nullptr);
+  Tensor c = structured_product(result, a, da, b, db, 1.0, offer_at ? &at : nullptr);
   if (!autograd::needs_record({a, b})) return c;
 
   const Structure sc = c.structure();  // Dense, Upper or Lower
@@ -225,10 +187,6 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   return c;
 }
 
-void check_matrix(const char* op, const char* what, const Tensor& t) {
-  SG_CHECK(t.dim() == 2, op, ": expected ", what, " to be a matrix, got shape ", t.shape());
-}
-
 // ---- the out-style entry points ----------------------------------------------------------
 
 /// Checks an operand of an out-style product: defined, on a's device and of a's dtype, a matrix,
@@ -240,9 +198,9 @@ void check_out_operand(const char* op, const char* what, const Tensor& t, Struct
            t.device());
   SG_CHECK(t.dtype() == a.dtype(), op, ": expected every tensor of dtype ", a.dtype(), ", got ", what, " of dtype ",
            t.dtype());
-  check_matrix(op, what, t);
-  SG_CHECK(as == Structure::Dense || t.size(0) == t.size(1), op, ": ", what, " read as ", as,
-           " must be square, got shape ", t.shape());
+  const detail::MatrixBatch view = detail::one_matrix(op, what, t);
+  SG_CHECK(as == Structure::Dense || view.square(), op, ": ", what, " read as ", as, " must be square, got shape ",
+           t.shape());
 }
 
 /// True when the byte ranges of x and y overlap.
@@ -269,32 +227,27 @@ void bump_version(const Tensor& out) {
   if (out.defined()) out.impl().storage->version++;
 }
 
-/// Writes proj_s(op(x)·op(y)) into out, operands read through their structures: the Upper mask
-/// for an UpperTriangular s, the full product then tril for a LowerTriangular one, or (X + Xᵀ)/2
-/// for a Symmetric one.
+/// Writes proj_s(op(x)·op(y)) into out (the table's gradient projection), operands read through their
+/// structures: the part s keeps computed alone where the kernels write it (the Upper mask), else the
+/// full product then projected (tril, or (X + Xᵀ)/2).
 void projected_product_into(Tensor& out, Structure s, const Tensor& x, GemmOperand dx, const Tensor& y,
                             GemmOperand dy, double alpha, Precision precision) {
-  if (s == Structure::Dense || s == Structure::UpperTriangular) {
-    gemm_into(out, x, dx, y, dy, mask_for_gradient(s), alpha, precision, false, nullptr);
+  const bool direct = detail::is_output_mask(s) && detail::traits(s).gradient_projection != detail::Projection::Symmetrize;
+  if (direct) {
+    gemm_into(out, x, dx, y, dy, s, alpha, precision, false, nullptr);
     return;
   }
   Tensor full = detail::empty_like(out);
-  gemm_into(full, x, dx, y, dy, OutputMask::Full, alpha, precision, false, nullptr);
-  if (full.numel() == 0) return;
-  if (s == Structure::Symmetric) detail::backend_of(full).symmetrize(full, out);
-  else detail::backend_of(full).tril(full, out, 0);
+  gemm_into(full, x, dx, y, dy, Structure::Dense, alpha, precision, false, nullptr);
+  if (full.numel() > 0) detail::project_into(detail::traits(s).gradient_projection, s, full, out);
 }
 
 }  // namespace
 
 namespace detail {
 Tensor product_raw(const Tensor& a, bool ta, const Tensor& b, bool tb, Structure out, double alpha) {
-  const GemmOperand da = operand(a.structure(), ta), db = operand(b.structure(), tb);
-  if (out == Structure::LowerTriangular) return gemm_lower_raw(a, da, b, db, alpha, Precision::Float32);
-  const OutputMask mask = out == Structure::UpperTriangular ? OutputMask::Upper
-                          : out == Structure::Symmetric     ? OutputMask::Symmetric
-                                                            : OutputMask::Full;
-  return gemm_raw(a, da, b, db, mask, alpha, nullptr, Precision::Float32);
+  return structured_product(out, a, operand(a.structure(), ta), b, operand(b.structure(), tb), alpha, nullptr,
+                            Precision::Float32);
 }
 }  // namespace detail
 
@@ -305,13 +258,16 @@ Precision matmul_precision() { return current_precision.load(); }
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_same_device_dtype("matmul", a, b);
   detail::check_floating("matmul", a);
-  SG_CHECK(a.dim() >= 1 && a.dim() <= 2 && b.dim() >= 1 && b.dim() <= 2, "matmul: shapes ", a.shape(), " and ",
-           b.shape(), " cannot be multiplied (expected vectors or matrices)");
-  SG_CHECK(a.shape().back() == b.shape()[0], "matmul: shapes ", a.shape(), " and ", b.shape(),
-           " cannot be multiplied");
+  SG_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: shapes ", a.shape(), " and ", b.shape(),
+           " cannot be multiplied (expected vectors, matrices or batches of matrices)");
+  const int64_t b_rows = b.dim() == 1 ? b.size(0) : b.size(-2);
+  SG_CHECK(a.shape().back() == b_rows, "matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
   if (a.dim() == 1) return reshape(matmul(reshape(a, {1, a.size(0)}), b), {-1});
   if (b.dim() == 1) return reshape(matmul(a, reshape(b, {b.size(0), 1})), {-1});
-  const Structure rule = matmul_rule(a.structure(), b.structure());
+  detail::MatrixBatch va = detail::matrix_batch("matmul", "a", a), vb = detail::matrix_batch("matmul", "b", b);
+  detail::broadcast_batches("matmul", va, vb);
+  detail::require_single_matrix("matmul", va);
+  const Structure rule = detail::product_structure(a.structure(), b.structure());
   Tensor c = product("matmul", a, false, b, false);
   SG_CHECK(c.structure() == rule, "matmul: internal error, the product of ", a.structure(), " and ",
            b.structure(), " came out ", c.structure());
@@ -329,8 +285,8 @@ LowerTriangular matmul(const LowerTriangular& a, const LowerTriangular& b) {
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   detail::check_same_device_dtype("linear", x, w);
   detail::check_floating("linear", x);
-  check_matrix("linear", "the input", x);
-  check_matrix("linear", "the weight", w);
+  detail::one_matrix("linear", "the input", x);
+  detail::one_matrix("linear", "the weight", w);
   SG_CHECK(x.size(1) == w.size(1), "linear: input of shape ", x.shape(), " does not fit weight of shape ", w.shape(),
            " (expected input [batch, ", w.size(1), "])");
   if (bias.defined()) {
@@ -346,9 +302,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 Symmetric gram(const Tensor& a) {
   detail::check_floating("gram", a);
-  check_matrix("gram", "the operand", a);
+  detail::one_matrix("gram", "the operand", a);
   const Structure sa = a.structure();
-  Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), OutputMask::Symmetric, 1.0);
+  Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), Structure::Symmetric, 1.0);
   if (autograd::needs_record({a})) {
     autograd::record("gram", {a}, {c}, {a}, [sa](autograd::BackwardContext& ctx) {
       // d(a·aᵀ) with G symmetric: dA = (G + Gᵀ)·a = 2·G·a. The engine hands this node G projected
@@ -373,7 +329,7 @@ void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, S
   // A product of two lower operands comes out lower of itself: read through the structures, the
   // entries above the diagonal are sums of exact zeros.
   const bool both_upper = a_as == Structure::UpperTriangular && b_as == Structure::UpperTriangular;
-  const OutputMask mask = both_upper ? OutputMask::Upper : OutputMask::Full;
+  const Structure mask = both_upper ? Structure::UpperTriangular : Structure::Dense;
   gemm_into(out, a, gradient_operand(a_as, false), b, gradient_operand(b_as, false), mask, 1.0, precision, false,
             nullptr);
 }
@@ -389,7 +345,7 @@ void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, co
   SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == b.size(1), op, ": expected grad of shape [", a.size(0), ", ",
            b.size(1), "], got ", grad.shape());
   // The product's structure: G is read through it, so an Upper product ignores G's lower triangle.
-  const Structure sc = product_structure(gradient_operand(a_as, false), gradient_operand(b_as, false));
+  const Structure sc = detail::product_structure(a_as, b_as);
   if (a_grad.defined()) check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &b, &grad});
   if (b_grad.defined()) {
     check_output(op, "b_grad", b_grad, b.shape(), a, {&a, &b, &grad});
@@ -411,7 +367,7 @@ void gram_out(Tensor& out, const Tensor& a, Structure a_as, Precision precision)
   check_out_operand(op, "a", a, a_as, a);
   check_output(op, "out", out, {a.size(0), a.size(0)}, a, {&a});
   bump_version(out);
-  gemm_into(out, a, gradient_operand(a_as, false), a, gradient_operand(a_as, true), OutputMask::Symmetric, 1.0,
+  gemm_into(out, a, gradient_operand(a_as, false), a, gradient_operand(a_as, true), Structure::Symmetric, 1.0,
             precision, false, nullptr);
 }
 

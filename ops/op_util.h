@@ -3,7 +3,9 @@
 #pragma once
 
 #include <structgrad/core/tensor.h>
+#include "core/structures.h"
 #include "ops/backend.h"
+#include "ops/matrix_batch.h"
 
 namespace sg::detail {
 
@@ -21,10 +23,6 @@ inline void check_defined(const char* op, const Tensor& t) {
   SG_CHECK(t.defined(), op, ": got an undefined tensor");
 }
 
-inline void check_square(const char* op, const Tensor& x) {
-  check_floating(op, x);
-  SG_CHECK(x.dim() == 2 && x.size(0) == x.size(1), op, ": expected a square matrix, got shape ", x.shape());
-}
 
 }  // namespace sg::detail
 
@@ -47,6 +45,12 @@ Tensor scatter_into_zeros(const Tensor& src, const Shape& shape, const IndexMap&
 /// entry), Upper or Lower (that triangle, exact zeros in the other), Symmetric (the upper triangle
 /// mirrored: only for a product known to be symmetric).
 Tensor product_raw(const Tensor& a, bool ta, const Tensor& b, bool tb, Structure out, double alpha = 1.0);
+/// out = x projected onto structure s `how` (the table's projection or gradient projection): a copy,
+/// the entries outside s's stored part zeroed, or (x + xᵀ)/2. x and out of one shape; no autograd.
+void project_into(Projection how, Structure s, const Tensor& x, Tensor& out);
+/// x projected onto s as the backward engine projects a gradient (the table's gradient projection),
+/// tagged s; differentiable (sg::triu, sg::tril, sg::sym).
+Tensor project(const Tensor& x, Structure s);
 /// g broadcast to `shape` (g's shape must broadcast to it), a new Dense tensor.
 Tensor expand_raw(const Tensor& g, const Shape& shape);
 }  // namespace sg::detail

@@ -9,13 +9,13 @@ namespace sg {
 
 Tensor transpose(const Tensor& x) {
   detail::check_floating("transpose", x);
-  SG_CHECK(x.dim() <= 2, "transpose: expected a 1-D or 2-D tensor, got shape ", x.shape());
-  if (x.dim() < 2 || x.structure() == Structure::Symmetric) return x;  // Sᵀ = S
-  // Uᵀ is lower and Lᵀ upper: the tag follows the zeros.
-  const Structure s = x.structure() == Structure::UpperTriangular   ? Structure::LowerTriangular
-                      : x.structure() == Structure::LowerTriangular ? Structure::UpperTriangular
-                                                                    : Structure::Dense;
-  Tensor out = detail::empty_on(x, {x.size(1), x.size(0)}, s);
+  if (x.dim() < 2) return x;
+  const detail::MatrixBatch view = detail::matrix_batch("transpose", nullptr, x);
+  detail::require_single_matrix("transpose", view);
+  if (detail::traits(x.structure()).symmetric) return x;  // Sᵀ = S
+  // Uᵀ is lower and Lᵀ upper: the tag follows the zeros (the structure table's transpose).
+  const Structure s = detail::traits(x.structure()).transpose;
+  Tensor out = detail::empty_on(x, view.shape_with(view.cols, view.rows), s);
   if (out.numel() > 0) detail::backend_of(x).transpose(x, out);
   if (autograd::needs_record({x})) {
     autograd::record("transpose", {x}, {out}, {}, [](autograd::BackwardContext& ctx) {
@@ -55,8 +55,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 }
 
 Tensor diagonal(const Tensor& x) {
-  detail::check_square("diagonal", x);
-  const int64_t n = x.size(0);
+  const int64_t n = detail::one_square_matrix("diagonal", x).rows;
   Tensor out = detail::empty_on(x, {n});
   if (n > 0) detail::backend_of(x).diagonal(x, out);
   if (autograd::needs_record({x})) {
@@ -74,7 +73,7 @@ Tensor diagonal(const Tensor& x) {
 }
 
 Tensor with_diagonal(const Tensor& x, const Tensor& d) {
-  detail::check_square("with_diagonal", x);
+  detail::one_square_matrix("with_diagonal", x);
   detail::check_same_device_dtype("with_diagonal", x, d);
   SG_CHECK(d.dim() == 1 && d.size(0) == x.size(0), "with_diagonal: diagonal of shape ", d.shape(),
            " does not fit a matrix of shape ", x.shape());

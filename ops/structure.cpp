@@ -1,5 +1,6 @@
-// Entering and leaving structures (triu, sym, as_upper, as_symmetric), the typed handles'
-// factories, and the statically typed elementwise operators of DESIGN §1.
+// Entering and leaving structures (triu, sym, as_upper, as_symmetric) and the projections behind
+// them, read from the structure table (core/structures.h); the typed handles' factories, and the
+// statically typed elementwise operators (docs/semantics.md).
 #include <structgrad/ops/structure.h>
 
 #include <cstring>
@@ -13,31 +14,57 @@
 namespace sg {
 
 namespace {
+/// Keeps the entries of x in `stored` (MatrixPart bits) within the band the offset `diagonal` moves:
+/// triu's (the part on and above it, j − i >= diagonal) or tril's (j − i <= diagonal).
+void keep_stored(const Tensor& x, Tensor& out, uint8_t stored, int64_t diagonal) {
+  detail::Backend& backend = detail::backend_of(x);
+  const bool below = stored & detail::kBelowDiagonal, above = stored & detail::kAboveDiagonal;
+  SG_CHECK(below != above, "projection: no kernel keeps the parts ", int(stored), " of a matrix");
+  if (above) backend.triu(x, out, diagonal);
+  else backend.tril(x, out, diagonal);
+}
+
 /// triu (Upper: entries with j − i >= diagonal, diagonal >= 0) or tril (Lower: j − i <= diagonal,
 /// diagonal <= 0), tagged; the gradient is the same projection of G.
 Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, Structure s) {
-  detail::check_square(op, x);
-  const bool lower = s == Structure::LowerTriangular;
-  SG_CHECK(lower ? diagonal <= 0 : diagonal >= 0, op, ": diagonal must be ", lower ? "<= 0" : ">= 0", " for an ",
-           structure_name(s), " result, got ", diagonal);
-  auto project = [lower](const Tensor& from, Tensor& to, int64_t d) {
-    if (lower) detail::backend_of(from).tril(from, to, d);
-    else detail::backend_of(from).triu(from, to, d);
-  };
+  detail::one_square_matrix(op, x);
+  const uint8_t stored = detail::traits(s).stored;
+  const bool lower = !(stored & detail::kAboveDiagonal);
+  SG_CHECK(lower ? diagonal <= 0 : diagonal >= 0, op, ": diagonal must be ", lower ? "<= 0" : ">= 0", " for ",
+           detail::with_article(structure_name(s)), " result, got ", diagonal);
   Tensor out = detail::empty_like(x, s);
-  if (x.numel() > 0) project(x, out, diagonal);
+  if (x.numel() > 0) keep_stored(x, out, stored, diagonal);
   if (autograd::needs_record({x})) {
-    autograd::record(op, {x}, {out}, {}, [diagonal, s, project](autograd::BackwardContext& ctx) {
+    autograd::record(op, {x}, {out}, {}, [diagonal, s, stored](autograd::BackwardContext& ctx) {
       const Tensor& g = ctx.grad_outputs[0];  // already projected onto s (the engine projects)
       if (diagonal == 0) return std::vector<Tensor>{g};
       Tensor dx = detail::empty_like(g, s);
-      project(g, dx, diagonal);
+      keep_stored(g, dx, stored, diagonal);
       return std::vector<Tensor>{dx};
     });
   }
   return out;
 }
 }  // namespace
+
+namespace detail {
+void project_into(Projection how, Structure s, const Tensor& x, Tensor& out) {
+  switch (how) {
+    case Projection::Identity: backend_of(x).copy(x, out); return;
+    case Projection::KeepStored: keep_stored(x, out, traits(s).stored, 0); return;
+    case Projection::Symmetrize: backend_of(x).symmetrize(x, out); return;
+  }
+}
+
+Tensor project(const Tensor& x, Structure s) {
+  switch (traits(s).gradient_projection) {
+    case Projection::Identity: return alias_with(x, x.shape(), s);
+    case Projection::KeepStored: return triangle(traits(s).projection_op, x, 0, s);
+    case Projection::Symmetrize: return sym(x);
+  }
+  return x;
+}
+}  // namespace detail
 
 UpperTriangular triu(const Tensor& x, int64_t diagonal) {
   return UpperTriangular(triangle("triu", x, diagonal, Structure::UpperTriangular));
@@ -48,7 +75,7 @@ LowerTriangular tril(const Tensor& x, int64_t diagonal) {
 }
 
 Symmetric sym(const Tensor& x) {
-  detail::check_square("sym", x);
+  detail::one_square_matrix("sym", x);
   Tensor out = detail::empty_like(x, Structure::Symmetric);
   if (x.numel() > 0) detail::backend_of(x).symmetrize(x, out);
   if (autograd::needs_record({x})) {
@@ -89,14 +116,14 @@ Tensor tagged_identity(const char* name, const Tensor& x, Structure s) {
 namespace {
 /// x tagged Upper or Lower after checking its other triangle holds exact zeros.
 Tensor as_triangular(const char* op, const Tensor& x, Structure s) {
-  detail::check_square(op, x);
+  detail::one_square_matrix(op, x);
   if (x.structure() == s) return x;
   const int64_t bad = x.numel() ? detail::backend_of(x).find_structure_violation(x, s) : -1;
   if (bad >= 0) {
     const int64_t n = x.size(0), i = bad / n, j = bad % n;
-    const bool lower = s == Structure::LowerTriangular;
+    const bool lower = !(detail::traits(s).stored & detail::kAboveDiagonal);
     SG_FAIL(op, ": entry (", i, ", ", j, ") = ", element_at(x, bad), " is ", lower ? "above" : "below",
-            " the diagonal and not zero; use sg::", lower ? "tril" : "triu", " to project");
+            " the diagonal and not zero; use sg::", detail::traits(s).projection_op, " to project");
   }
   return tagged_identity(op, x, s);
 }
@@ -107,7 +134,7 @@ UpperTriangular as_upper(const Tensor& x) { return UpperTriangular(as_triangular
 LowerTriangular as_lower(const Tensor& x) { return LowerTriangular(as_triangular("as_lower", x, Structure::LowerTriangular)); }
 
 Symmetric as_symmetric(const Tensor& x) {
-  detail::check_square("as_symmetric", x);
+  detail::one_square_matrix("as_symmetric", x);
   if (x.structure() == Structure::Symmetric) return Symmetric(x);
   const int64_t bad = x.numel() ? detail::backend_of(x).find_structure_violation(x, Structure::Symmetric) : -1;
   if (bad >= 0) {
@@ -120,22 +147,22 @@ Symmetric as_symmetric(const Tensor& x) {
 
 // ---- typed handles ---------------------------------------------------------------------
 
-UpperTriangular::UpperTriangular(const Tensor& t) : Tensor(t) {
-  SG_CHECK(t.defined() && t.structure() == Structure::UpperTriangular,
-           "UpperTriangular: the tensor is not tagged UpperTriangular (got ",
-           t.defined() ? structure_name(t.structure()) : "undefined", "); use sg::triu or sg::as_upper");
+namespace {
+/// Checks that `t` is tagged `s` before a typed handle of `s` wraps it; `checked_op` (as_upper, ...)
+/// is the other way in besides the structure's projection.
+void check_tag(const Tensor& t, Structure s, const char* checked_op) {
+  const char* name = structure_name(s);
+  SG_CHECK(t.defined() && t.structure() == s, name, ": the tensor is not tagged ", name, " (got ",
+           t.defined() ? structure_name(t.structure()) : "undefined", "); use sg::", detail::traits(s).projection_op,
+           " or sg::", checked_op);
 }
+}  // namespace
 
-LowerTriangular::LowerTriangular(const Tensor& t) : Tensor(t) {
-  SG_CHECK(t.defined() && t.structure() == Structure::LowerTriangular,
-           "LowerTriangular: the tensor is not tagged LowerTriangular (got ",
-           t.defined() ? structure_name(t.structure()) : "undefined", "); use sg::tril or sg::as_lower");
-}
+UpperTriangular::UpperTriangular(const Tensor& t) : Tensor(t) { check_tag(t, Structure::UpperTriangular, "as_upper"); }
 
-Symmetric::Symmetric(const Tensor& t) : Tensor(t) {
-  SG_CHECK(t.defined() && t.structure() == Structure::Symmetric, "Symmetric: the tensor is not tagged Symmetric (got ",
-           t.defined() ? structure_name(t.structure()) : "undefined", "); use sg::sym or sg::as_symmetric");
-}
+LowerTriangular::LowerTriangular(const Tensor& t) : Tensor(t) { check_tag(t, Structure::LowerTriangular, "as_lower"); }
+
+Symmetric::Symmetric(const Tensor& t) : Tensor(t) { check_tag(t, Structure::Symmetric, "as_symmetric"); }
 
 namespace {
 TensorOptions plain(TensorOptions o) { return o.requires_grad(false); }

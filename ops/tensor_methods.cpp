@@ -10,6 +10,7 @@
 #include "autograd/gradient_math.h"
 #include "core/dispatch.h"
 #include "ops/backend.h"
+#include "ops/op_util.h"
 
 namespace sg::detail {
 
@@ -94,9 +95,6 @@ const char* producer_name(const Tensor& t) {
 }
 
 Tensor add_tensors(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor triu_tensor(const Tensor& g) { return triu(g); }
-Tensor sym_tensor(const Tensor& g) { return sym(g); }
-Tensor tril_tensor(const Tensor& g) { return tril(g); }
 
 bool install() {
   TensorMethods methods;
@@ -112,9 +110,7 @@ bool install() {
   set_tensor_methods(methods);
   autograd::GradientMath math;
   math.add = add_tensors;
-  math.triu = triu_tensor;
-  math.sym = sym_tensor;
-  math.tril = tril_tensor;
+  math.project = project;
   autograd::set_gradient_math(math);
   return true;
 }

@@ -20,9 +20,8 @@
 namespace sgtest::gemm {
 
 using sg::detail::GemmOperand;
+using sg::Structure;
 using sg::detail::GemmProblem;
-using sg::detail::OperandKind;
-using sg::detail::OutputMask;
 
 /// The precision of the float32 instances: exact float32, or TF32 tensor cores. Set by the
 /// fixture for the whole test; square() copies it into each problem.
@@ -30,29 +29,29 @@ inline bool g_tf32 = false;
 
 /// One operand descriptor: the structure of op(X) and whether X is stored transposed.
 struct Variant {
-  OperandKind kind;
+  Structure structure;
   bool trans;
 };
-inline const Variant kVariants[] = {{OperandKind::Dense, false}, {OperandKind::Dense, true},  {OperandKind::Upper, false},
-                             {OperandKind::Upper, true},  {OperandKind::Lower, false}, {OperandKind::Lower, true},
-                             {OperandKind::Symmetric, false}};
+inline const Variant kVariants[] = {{Structure::Dense, false}, {Structure::Dense, true},  {Structure::UpperTriangular, false},
+                             {Structure::UpperTriangular, true},  {Structure::LowerTriangular, false}, {Structure::LowerTriangular, true},
+                             {Structure::Symmetric, false}};
 
-inline const char* kind_name(OperandKind k) {
+inline const char* kind_name(Structure k) {
   switch (k) {
-    case OperandKind::Dense: return "Dense";
-    case OperandKind::Upper: return "Upper";
-    case OperandKind::Lower: return "Lower";
-    case OperandKind::Symmetric: return "Symmetric";
+    case Structure::Dense: return "Dense";
+    case Structure::UpperTriangular: return "Upper";
+    case Structure::LowerTriangular: return "Lower";
+    case Structure::Symmetric: return "Symmetric";
   }
   return "?";
 }
-inline const char* mask_name(OutputMask m) {
-  return m == OutputMask::Full ? "Full" : m == OutputMask::Upper ? "Upper" : "Symmetric";
+inline const char* mask_name(Structure m) {
+  return m == Structure::Dense ? "Full" : m == Structure::UpperTriangular ? "Upper" : "Symmetric";
 }
 
 inline std::string describe(const GemmProblem& p, sg::DType dtype) {
-  return sg::detail::concat(sg::dtype_name(dtype), " m=", p.m, " n=", p.n, " k=", p.k, " A=", kind_name(p.a.kind),
-                            p.a.trans ? "^T" : "", " B=", kind_name(p.b.kind), p.b.trans ? "^T" : "",
+  return sg::detail::concat(sg::dtype_name(dtype), " m=", p.m, " n=", p.n, " k=", p.k, " A=", kind_name(p.a.structure),
+                            p.a.trans ? "^T" : "", " B=", kind_name(p.b.structure), p.b.trans ? "^T" : "",
                             " mask=", mask_name(p.mask), " alpha=", p.alpha);
 }
 
@@ -81,8 +80,8 @@ constexpr double kZerosSentinel = 7.0;
 /// invariant), the mirror of a Symmetric one's upper triangle with mirror_stored (a Symmetric
 /// tensor's). Otherwise leaves the random values there.
 inline void fill_outside_structure(GemmOperand d, int64_t rows, int64_t cols, int64_t ld, std::vector<double>& values) {
-  const bool zeros = d.zeros_stored && sg::detail::is_triangular(d.kind);
-  const bool mirror = d.mirror_stored && d.kind == OperandKind::Symmetric;
+  const bool zeros = d.zeros_stored && sg::detail::is_triangular(d.structure);
+  const bool mirror = d.mirror_stored && d.structure == Structure::Symmetric;
   for (int64_t i = 0; i < rows && (zeros || mirror); ++i)
     for (int64_t j = 0; j < cols; ++j) {
       double& value = values[static_cast<size_t>(i * ld + j)];
@@ -91,7 +90,7 @@ inline void fill_outside_structure(GemmOperand d, int64_t rows, int64_t cols, in
         continue;
       }
       const int64_t r = d.trans ? j : i, c = d.trans ? i : j;  // the entry's place in op(X)
-      if (d.kind == OperandKind::Upper ? c < r : c > r) value = 0.0;
+      if (d.structure == Structure::UpperTriangular ? c < r : c > r) value = 0.0;
     }
 }
 
@@ -128,7 +127,7 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
   sg::Tensor a_dev = a.to(device).clone(), b_dev = b.to(device).clone();
   sg::Tensor c_dev = sg::Tensor::empty({p.m, p.n + c_pad}, opts.device(device));
   c_dev.fill_(std::nan(""));
-  const bool sentinel = p.c_zeros_stored && p.mask == OutputMask::Upper;
+  const bool sentinel = p.c_zeros_stored && p.mask == Structure::UpperTriangular;
   if (sentinel) {
     std::vector<double> poisoned(static_cast<size_t>(p.m * (p.n + c_pad)), std::nan(""));
     for (int64_t i = 0; i < p.m; ++i)
@@ -195,11 +194,11 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
         out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, ", reference ", r);
         break;
       }
-      if (p.mask == OutputMask::Upper && i > j && (x != 0.0 || std::signbit(x))) {
+      if (p.mask == Structure::UpperTriangular && i > j && (x != 0.0 || std::signbit(x))) {
         out.failure = sg::detail::concat("element (", i, ", ", j, ") below the diagonal is ", x, ", not +0");
         break;
       }
-      if (p.mask == OutputMask::Symmetric && i > j) {
+      if (p.mask == Structure::Symmetric && i > j) {
         const double mirror = c[j * p.n + i];
         if (std::memcmp(&x, &mirror, sizeof(double)) != 0) {
           out.failure = sg::detail::concat("element (", i, ", ", j, ") = ", x, " is not the bit-exact mirror ", mirror);
@@ -211,11 +210,11 @@ inline Checked run_and_compare(sg::Device device, GemmProblem p, sg::DType dtype
   return out;
 }
 
-inline GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, double alpha = 1.0) {
+inline GemmProblem square(int64_t n, Variant a, Variant b, Structure mask, double alpha = 1.0) {
   GemmProblem p;
   p.m = p.n = p.k = n;
-  p.a = {a.kind, a.trans};
-  p.b = {b.kind, b.trans};
+  p.a = {a.structure, a.trans};
+  p.b = {b.structure, b.trans};
   p.mask = mask;
   p.alpha = alpha;
   p.tf32 = g_tf32;
@@ -227,8 +226,8 @@ inline GemmProblem square(int64_t n, Variant a, Variant b, OutputMask mask, doub
 /// mirror_stored for a Symmetric one (its mirror); nothing for a Dense one.
 inline GemmProblem vouched(GemmProblem p, bool a = true, bool b = true) {
   for (auto [operand, vouch] : {std::pair{&p.a, a}, std::pair{&p.b, b}}) {
-    operand->zeros_stored = vouch && sg::detail::is_triangular(operand->kind);
-    operand->mirror_stored = vouch && operand->kind == OperandKind::Symmetric;
+    operand->zeros_stored = vouch && sg::detail::is_triangular(operand->structure);
+    operand->mirror_stored = vouch && operand->structure == Structure::Symmetric;
   }
   return p;
 }
@@ -258,22 +257,22 @@ inline double g_max_rel_error = 0;
 inline void check_every_descriptor(sg::Device device, int64_t n, sg::DType dtype, std::mt19937_64& rng) {
   for (const Variant& a : kVariants) {
     for (const Variant& b : kVariants) {
-      for (OutputMask mask : {OutputMask::Full, OutputMask::Upper}) {
+      for (Structure mask : {Structure::Dense, Structure::UpperTriangular}) {
         // Dense·Dense with a Full mask is cuBLAS's, not the structured kernel's.
-        if (a.kind == OperandKind::Dense && b.kind == OperandKind::Dense && mask == OutputMask::Full) continue;
+        if (a.structure == Structure::Dense && b.structure == Structure::Dense && mask == Structure::Dense) continue;
         SG_EXPECT_PRODUCT(device, square(n, a, b, mask), dtype, rng);
       }
     }
     // op(A)·op(A)ᵀ: the transpose of op(A) as B flips the trans flag and Upper <-> Lower.
     Variant b = a;
-    if (a.kind != OperandKind::Symmetric) {
+    if (a.structure != Structure::Symmetric) {
       b.trans = !a.trans;
-      b.kind = a.kind == OperandKind::Upper ? OperandKind::Lower
-               : a.kind == OperandKind::Lower ? OperandKind::Upper
-                                              : OperandKind::Dense;
+      b.structure = a.structure == Structure::UpperTriangular ? Structure::LowerTriangular
+               : a.structure == Structure::LowerTriangular ? Structure::UpperTriangular
+                                              : Structure::Dense;
     }
     // The symmetric-mask product must read one buffer as both operands.
-    GemmProblem p = square(n, a, b, OutputMask::Symmetric, 2.0);
+    GemmProblem p = square(n, a, b, Structure::Symmetric, 2.0);
     const int64_t rows = n, cols = n;
     const auto opts = sg::TensorOptions().dtype(dtype);
     sg::Tensor x = sg::from_vector(random_values(rows * cols, rng), {rows, cols}, opts);
@@ -302,21 +301,21 @@ inline void check_every_descriptor(sg::Device device, int64_t n, sg::DType dtype
 // The products matmul, linear and gram issue (forward and backward, DESIGN §5) at n = 1000,
 // 1024 and 4096 (CUDA) or 1000 (CPU), each once.
 inline std::vector<GemmProblem> matmul_table_products(int64_t n) {
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant sym{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant sym{Structure::Symmetric, false};
   return {
-      square(n, upper, upper, OutputMask::Upper),      // Upper·Upper forward
-      square(n, upper, lower_t, OutputMask::Upper),    // dA = triu(G·Bᵀ), G upper
-      square(n, lower_t, upper, OutputMask::Upper),    // dB = triu(Aᵀ·G)
-      square(n, upper, dense, OutputMask::Full),       // Upper·Dense forward
-      square(n, dense, dense_t, OutputMask::Upper),    // its dA = triu(G·Bᵀ)
-      square(n, lower_t, dense, OutputMask::Full),     // its dB = Aᵀ·G
-      square(n, sym, dense, OutputMask::Full),         // Sym·Dense forward and its dB = A·G
-      square(n, dense, sym, OutputMask::Full),         // Dense·Sym forward; Sym·Sym dA = G·B
-      square(n, sym, sym, OutputMask::Full),           // Sym·Sym forward
-      square(n, dense, lower_t, OutputMask::Full),     // linear(x, U) = x·Uᵀ
-      square(n, dense_t, upper, OutputMask::Upper),    // Dense·Upper dB = triu(Aᵀ·G)
+      square(n, upper, upper, Structure::UpperTriangular),      // Upper·Upper forward
+      square(n, upper, lower_t, Structure::UpperTriangular),    // dA = triu(G·Bᵀ), G upper
+      square(n, lower_t, upper, Structure::UpperTriangular),    // dB = triu(Aᵀ·G)
+      square(n, upper, dense, Structure::Dense),       // Upper·Dense forward
+      square(n, dense, dense_t, Structure::UpperTriangular),    // its dA = triu(G·Bᵀ)
+      square(n, lower_t, dense, Structure::Dense),     // its dB = Aᵀ·G
+      square(n, sym, dense, Structure::Dense),         // Sym·Dense forward and its dB = A·G
+      square(n, dense, sym, Structure::Dense),         // Dense·Sym forward; Sym·Sym dA = G·B
+      square(n, sym, sym, Structure::Dense),           // Sym·Sym forward
+      square(n, dense, lower_t, Structure::Dense),     // linear(x, U) = x·Uᵀ
+      square(n, dense_t, upper, Structure::UpperTriangular),    // Dense·Upper dB = triu(Aᵀ·G)
   };
 }
 
@@ -326,24 +325,24 @@ inline std::vector<GemmProblem> matmul_table_products(int64_t n) {
 // both vouched and not (an unvouched Sym·Upper at 2048 and up once gave the tall kernel wrong
 // results, and no table held it).
 inline std::vector<GemmProblem> matmul_issued_products(int64_t n) {
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant sym{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant sym{Structure::Symmetric, false};
   return {
-      vouched(square(n, upper, upper, OutputMask::Upper), true, true),    // Upper·Upper forward
-      vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), // its dA = triu(G·Bᵀ)
-      vouched(square(n, lower_t, upper, OutputMask::Upper), true, false), // its dB = triu(Aᵀ·G)
-      vouched(square(n, upper, dense, OutputMask::Full), true, false),    // Upper·Dense forward
-      vouched(square(n, dense, upper, OutputMask::Full), false, true),    // Dense·Upper forward
-      vouched(square(n, sym, dense, OutputMask::Full), true, false),      // Sym·Dense; gram's dA = 2·G·A
-      vouched(square(n, dense, sym, OutputMask::Full), false, true),      // Dense·Sym; Sym·Sym's dA = G·B
-      vouched(square(n, sym, sym, OutputMask::Full), true, true),         // Sym·Sym forward
-      vouched(square(n, sym, upper, OutputMask::Full), true, true),       // Sym·Upper forward
-      vouched(square(n, upper, sym, OutputMask::Full), true, true),       // Upper·Sym forward
-      vouched(square(n, dense, lower_t, OutputMask::Full), false, true),  // Sym·Upper's dA = sym(G·Bᵀ)
-      square(n, sym, upper, OutputMask::Full),                            // the same two unvouched
-      square(n, upper, sym, OutputMask::Full),
-      square(n, dense, dense_t, OutputMask::Upper),                       // gram forward
+      vouched(square(n, upper, upper, Structure::UpperTriangular), true, true),    // Upper·Upper forward
+      vouched(square(n, upper, lower_t, Structure::UpperTriangular), false, true), // its dA = triu(G·Bᵀ)
+      vouched(square(n, lower_t, upper, Structure::UpperTriangular), true, false), // its dB = triu(Aᵀ·G)
+      vouched(square(n, upper, dense, Structure::Dense), true, false),    // Upper·Dense forward
+      vouched(square(n, dense, upper, Structure::Dense), false, true),    // Dense·Upper forward
+      vouched(square(n, sym, dense, Structure::Dense), true, false),      // Sym·Dense; gram's dA = 2·G·A
+      vouched(square(n, dense, sym, Structure::Dense), false, true),      // Dense·Sym; Sym·Sym's dA = G·B
+      vouched(square(n, sym, sym, Structure::Dense), true, true),         // Sym·Sym forward
+      vouched(square(n, sym, upper, Structure::Dense), true, true),       // Sym·Upper forward
+      vouched(square(n, upper, sym, Structure::Dense), true, true),       // Upper·Sym forward
+      vouched(square(n, dense, lower_t, Structure::Dense), false, true),  // Sym·Upper's dA = sym(G·Bᵀ)
+      square(n, sym, upper, Structure::Dense),                            // the same two unvouched
+      square(n, upper, sym, Structure::Dense),
+      square(n, dense, dense_t, Structure::UpperTriangular),                       // gram forward
   };
 }
 

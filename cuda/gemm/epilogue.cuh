@@ -128,7 +128,7 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
   // ---- epilogue: alpha and the output mask ----------------------------------------------
   // (alpha applied in the accumulators' precision, then one rounding to T)
   const typename Cfg::Acc alpha = args.alpha;
-  const OutputMask mask = args.mask;
+  const Structure mask = args.mask;
   const int row_base = row0 + Cfg::row_base(), col_base = col0 + Cfg::col_base();
   constexpr int kColGroup = Cfg::kColGroup;
 #pragma unroll
@@ -144,13 +144,13 @@ __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>&
       for (int j = 0; j < kColGroup; ++j) {
         value[j] = static_cast<T>(alpha * acc[i][jg + j]);
         write[j] = true;
-        if (mask == OutputMask::Upper && row > col + j) value[j] = T(0);
-        if (mask == OutputMask::Symmetric && row > col + j) write[j] = false;
+        if (mask == Structure::UpperTriangular && row > col + j) value[j] = T(0);
+        if (mask == Structure::Symmetric && row > col + j) write[j] = false;
       }
       store_segment<T, kColGroup>(args.c, args.ldc, row, col, args.n, args.c_vector_ok, value, write);
     }
   }
-  if (mask == OutputMask::Symmetric) {
+  if (mask == Structure::Symmetric) {
     // Mirror: entry (row, col), row < col, also goes to (col, row). Where a thread's rows come
     // in runs of consecutive indices (the FMA layout), a run becomes one segment of row col.
     constexpr int kRun = Cfg::kRowElemStride == 1 ? Cfg::kRowGroup : 1;
@@ -269,7 +269,7 @@ __device__ __forceinline__ void store_tile_by_tma(const GemmArgs<float>& args, c
     else named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
   };
   const float alpha = args.alpha;
-  const bool upper = args.mask == OutputMask::Upper;
+  const bool upper = args.mask == Structure::UpperTriangular;
   const int row_base = Cfg::row_base(), col_base = Cfg::col_base();
   // Thread 0's: this chunk of a split tile adds its partial tile (split_tile_arrive).
   if (deferred != nullptr && threadIdx.x == 0) wide_tile_stored(*deferred);

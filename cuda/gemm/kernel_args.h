@@ -28,8 +28,6 @@ namespace sg::detail::cuda {
 
 enum class Layout : int32_t { OuterMajor, KMajor };
 
-enum class Pattern : int32_t { All, KAtLeastOuter, KAtMostOuter, Symmetric };
-
 template <typename T>
 struct OperandView {
   const T* data;
@@ -50,7 +48,7 @@ struct GemmArgs {
   int64_t ldc;
   int32_t m, n;
   T alpha;
-  OutputMask mask;
+  Structure mask;
   bool c_vector_ok;
   const GemmWorkItem* items;
   int* counters;     // one arrival counter per split tile, 0 between launches
@@ -68,12 +66,7 @@ OperandView<T> operand_view(const void* data, GemmOperand d, bool is_b, int64_t 
   // A: V(m, k) = op(A)[m][k] is A[m][k] (outer-major) or A[k][m] when transposed.
   // B: V(n, k) = op(B)[k][n] is B[k][n] (k-major) or B[n][k] when transposed.
   v.layout = (d.trans != is_b) ? Layout::KMajor : Layout::OuterMajor;
-  switch (d.kind) {
-    case OperandKind::Dense: v.pattern = Pattern::All; break;
-    case OperandKind::Upper: v.pattern = is_b ? Pattern::KAtMostOuter : Pattern::KAtLeastOuter; break;
-    case OperandKind::Lower: v.pattern = is_b ? Pattern::KAtLeastOuter : Pattern::KAtMostOuter; break;
-    case OperandKind::Symmetric: v.pattern = Pattern::Symmetric; break;
-  }
+  v.pattern = is_b ? b_pattern(d) : a_pattern(d);
   constexpr int kVec = 16 / sizeof(T);
   v.vector_ok = reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % kVec == 0;
   v.zeros_stored = false;

@@ -101,7 +101,7 @@ OperandCopy copy_operand(const GemmProblem& p, bool is_b, bool k_major, int devi
   gemm_counters().operand_copies.fetch_add(1, std::memory_order_relaxed);
   // Outer-major: A not transposed, B transposed; k-major the other way (operand_view). The kind
   // (op(X)'s structure) stays.
-  (is_b ? q.b : q.a) = GemmOperand{d.kind == OperandKind::Symmetric ? OperandKind::Dense : d.kind, k_major != is_b};
+  (is_b ? q.b : q.a) = GemmOperand{d.structure == Structure::Symmetric ? Structure::Dense : d.structure, k_major != is_b};
   (is_b ? q.b_data : q.a_data) = out;
   (is_b ? q.ldb : q.lda) = ldo;
   return copy;
@@ -362,15 +362,17 @@ bool launch_dmma(const Launch& l) {
 }
 
 void check_problem(const GemmProblem& p) {
+  SG_CHECK(p.batch == 1, "structured gemm: one product per launch, got a batch of ", p.batch,
+           " (the backend runs a batch product by product)");
   constexpr int64_t kLimit = int64_t(1) << 28;  // int32 tile, k and byte-stride arithmetic stays exact
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.m < kLimit && p.n < kLimit && p.k < kLimit,
            "structured gemm: sizes m = ", p.m, ", n = ", p.n, ", k = ", p.k, " out of range");
-  if (p.mask != OutputMask::Full)
+  if (p.mask != Structure::Dense)
     SG_CHECK(p.m == p.n, "structured gemm: a structured output mask needs a square result, got ", p.m, "x", p.n);
-  if (p.a.kind == OperandKind::Symmetric) SG_CHECK(p.m == p.k, "structured gemm: symmetric A must be square");
-  if (p.b.kind == OperandKind::Symmetric) SG_CHECK(p.k == p.n, "structured gemm: symmetric B must be square");
-  const int64_t a_cols = p.a.kind == OperandKind::Symmetric ? p.k : (p.a.trans ? p.m : p.k);
-  const int64_t b_cols = p.b.kind == OperandKind::Symmetric ? p.n : (p.b.trans ? p.k : p.n);
+  if (p.a.structure == Structure::Symmetric) SG_CHECK(p.m == p.k, "structured gemm: symmetric A must be square");
+  if (p.b.structure == Structure::Symmetric) SG_CHECK(p.k == p.n, "structured gemm: symmetric B must be square");
+  const int64_t a_cols = p.a.structure == Structure::Symmetric ? p.k : (p.a.trans ? p.m : p.k);
+  const int64_t b_cols = p.b.structure == Structure::Symmetric ? p.n : (p.b.trans ? p.k : p.n);
   SG_CHECK(p.lda >= a_cols && p.ldb >= b_cols && p.ldc >= p.n && p.lda < kLimit && p.ldb < kLimit,
            "structured gemm: leading dimensions lda = ", p.lda, ", ldb = ", p.ldb, ", ldc = ", p.ldc,
            " do not fit the operands");

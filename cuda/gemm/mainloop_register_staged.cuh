@@ -208,7 +208,7 @@ __device__ __forceinline__ void fma_k_loop(const GemmArgs<typename Cfg::Scalar>&
   // the diagonal under an Upper or Symmetric mask.
   const int warp_row0 = stage_a.outer0 + Cfg::warp_row() * Cfg::kWarpRows;
   const int warp_col0 = stage_b.outer0 + Cfg::warp_col() * Cfg::kWarpCols;
-  const bool below_kept_diagonal = args.mask != OutputMask::Full && warp_row0 > warp_col0 + Cfg::kWarpCols - 1;
+  const bool below_kept_diagonal = args.mask != Structure::Dense && warp_row0 > warp_col0 + Cfg::kWarpCols - 1;
   if constexpr (!Cfg::kDmma)
     load_fragments(a_tiles[0] + Cfg::row_base(), b_tiles[0] + Cfg::col_base(), 0, a_first, b_first);
   int k0 = k_begin, buffer = 0;

@@ -101,7 +101,7 @@ std::unique_ptr<CachedPlan> build_cached_plan(const GemmProblem& p, DType dtype,
     entry->wide_split = wide_tile_plan(p, sms, options.wide_split);
     if (entry->wide_split.split_tiles > 0) entry->wide_whole = wide_tile_plan(p, sms, Choice::Never);
   }
-  if (family.wgmma && p.mask == OutputMask::Upper) entry->mirrored = items_with_mirror_zeros(p, plan);
+  if (family.wgmma && p.mask == Structure::UpperTriangular) entry->mirrored = items_with_mirror_zeros(p, plan);
   if (family.wgmma && gets_tall_plan(p)) {
     entry->tall = tall_tile_plan(p, sms);
     entry->tall_writing = tall_tile_plan(p, sms, kTallTile.rows, kTallTile.cols, kTallCosts.write);
@@ -173,9 +173,9 @@ PlanFacts CachedPlan::facts() const {
 const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
                               const GemmOptions& options) {
   // Whether C holds its zeros changes the plans of an Upper mask only (their tiles of zeros).
-  const bool zeros_matter = p.mask == OutputMask::Upper;
+  const bool zeros_matter = p.mask == Structure::UpperTriangular;
   auto key_of = [&](bool zeros_stored) {
-    return PlanKey{p.m, p.n, p.k, int(p.a.kind), int(p.b.kind), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
+    return PlanKey{p.m, p.n, p.k, int(p.a.structure), int(p.b.structure), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
                    int(dtype), device, int(options.schedule),
                    int(family.tf32) + int(family.wgmma) + 4 * int(family.dmma) +
                        8 * int(dtype == DType::Float64 ? options.fp64_loop == Fp64Loop::Dmma

@@ -58,7 +58,7 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, const Device
                     const GemmOptions& options) {
   if (options.tf32_loop != Tf32Loop::Auto || options.wide_tiles == Choice::Never) return false;
   if (options.wide_tiles == Choice::Always) return true;
-  if (p.mask == OutputMask::Upper) return false;
+  if (p.mask == Structure::UpperTriangular) return false;
   const size_t sms = static_cast<size_t>(caps.sms), rounds = (items + sms - 1) / sms;
   return split || 10 * items >= 8 * rounds * sms;
 }
@@ -145,29 +145,29 @@ GemmProblem with_stored_mirrors_as_dense(GemmProblem p, bool tensor_cores) {
   // A symmetric matrix is its own transpose, so either layout reads the same values: outer-major
   // for the TF32 loops (the wgmma loop's direct copies; Sym·Sym becomes a wide-kernel product),
   // k-major for the others (the layout the FP64 loop copies Symmetric operands into).
-  if (p.a.kind == OperandKind::Symmetric && p.a.mirror_stored) p.a = GemmOperand{OperandKind::Dense, !tensor_cores};
-  if (p.b.kind == OperandKind::Symmetric && p.b.mirror_stored) p.b = GemmOperand{OperandKind::Dense, tensor_cores};
+  if (p.a.structure == Structure::Symmetric && p.a.mirror_stored) p.a = GemmOperand{Structure::Dense, !tensor_cores};
+  if (p.b.structure == Structure::Symmetric && p.b.mirror_stored) p.b = GemmOperand{Structure::Dense, tensor_cores};
   return p;
 }
 
 bool gets_wide_plan(const GemmProblem& p) {
-  return p.a.kind == OperandKind::Dense && !p.a.trans && p.b.kind == OperandKind::Dense && p.b.trans;
+  return p.a.structure == Structure::Dense && !p.a.trans && p.b.structure == Structure::Dense && p.b.trans;
 }
 
 bool gets_tall_plan(const GemmProblem& p) {
   // The register-B kernel's shape (A outer-major, B k-major, neither Symmetric), Dense·Dense too (a
   // Sym·Dense whose mirror is stored), a mask other than Symmetric (TMA stores), a whole tile row.
-  const bool dense_dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense;
-  return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
-         p.b.kind != OperandKind::Symmetric && !p.a.trans && !p.b.trans &&
-         (is_triangular(p.a.kind) || is_triangular(p.b.kind) || dense_dense) && p.m >= kTallTile.rows;
+  const bool dense_dense = p.a.structure == Structure::Dense && p.b.structure == Structure::Dense;
+  return p.mask != Structure::Symmetric && p.a.structure != Structure::Symmetric &&
+         p.b.structure != Structure::Symmetric && !p.a.trans && !p.b.trans &&
+         (is_triangular(p.a.structure) || is_triangular(p.b.structure) || dense_dense) && p.m >= kTallTile.rows;
 }
 
 bool gets_wide_structured_plan(const GemmProblem& p) {
   // Both operands outer-major, neither Symmetric, one triangular (dA = triu(G·Bᵀ) and its kin).
-  return p.mask != OutputMask::Symmetric && p.a.kind != OperandKind::Symmetric &&
-         p.b.kind != OperandKind::Symmetric && !p.a.trans && p.b.trans &&
-         (is_triangular(p.a.kind) || is_triangular(p.b.kind)) && p.m >= kWideTile.rows;
+  return p.mask != Structure::Symmetric && p.a.structure != Structure::Symmetric &&
+         p.b.structure != Structure::Symmetric && !p.a.trans && p.b.trans &&
+         (is_triangular(p.a.structure) || is_triangular(p.b.structure)) && p.m >= kWideTile.rows;
 }
 
 uint32_t tile_maps_wanted(const OperandView<float>& v, int64_t k_extent, Tf32Loop loop, bool tensor_maps) {
@@ -192,7 +192,7 @@ bool rows_take_tma_stores(const void* c, int64_t ldc, int64_t n) {
 
 bool output_takes_tma_stores(const GemmArgs<float>& args, bool tensor_maps) {
   // (A Symmetric mask's mirror is written by the kernels' own stores.)
-  return rows_take_tma_stores(args.c, args.ldc, args.n) && args.mask != OutputMask::Symmetric && tensor_maps;
+  return rows_take_tma_stores(args.c, args.ldc, args.n) && args.mask != Structure::Symmetric && tensor_maps;
 }
 
 WgmmaChoice select_wgmma_kernel(const GemmProblem& p, const GemmArgs<float>& args, const PlanFacts& plans,
@@ -219,7 +219,7 @@ bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a,
   // A Upper (the tiles an Upper mask leaves empty hold only its zeros) or Dense under a Full mask
   // (every tile runs): then every k-step of A the backward reads is read, so written.
   if (p.at == nullptr || !options.transposed_a_output || p.m % 4 != 0) return false;
-  const bool a_ok = a.pattern == Pattern::KAtLeastOuter || (a.pattern == Pattern::All && p.mask == OutputMask::Full);
+  const bool a_ok = a.pattern == Pattern::KAtLeastOuter || (a.pattern == Pattern::All && p.mask == Structure::Dense);
   const int64_t column_tiles_end = (p.n + kTallTile.cols - 1) / kTallTile.cols * kTallTile.cols;
   return a_ok && p.k <= column_tiles_end;
 }
@@ -229,7 +229,7 @@ bool relayout_pays(const GemmProblem& p, bool is_b, const DeviceCaps& caps, cons
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
   const bool k_major = d.trans != is_b;  // operand_view's layout
-  if (d.kind != OperandKind::Symmetric && !k_major) return false;  // direct copies already
+  if (d.structure != Structure::Symmetric && !k_major) return false;  // direct copies already
   if (extent < kWgmmaTile.rows || p.k < kWgmmaTile.k_step || extent > kRelayoutMaxExtent || p.k > kRelayoutMaxExtent)
     return false;
   if (options.relayout == Choice::Always) return true;
@@ -238,14 +238,14 @@ bool relayout_pays(const GemmProblem& p, bool is_b, const DeviceCaps& caps, cons
   // operand needs a transposition too.
   const GemmOperand other = is_b ? p.a : p.b;
   const int64_t reuse = std::min(is_b ? p.m : p.n, p.k);
-  const bool other_outer_major = other.kind != OperandKind::Symmetric && other.trans != is_b;
-  if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Symmetric) return true;
+  const bool other_outer_major = other.structure != Structure::Symmetric && other.trans != is_b;
+  if (d.structure == Structure::Symmetric && other.structure == Structure::Symmetric) return true;
   if (!other_outer_major) return reuse >= 2048;  // dB = triu(Aᵀ·G), Sym·Dense, Sym·Upper
   // Upper·Upper forward: the copy puts it on the pipelined kernel.
-  if (is_triangular(d.kind) && is_triangular(other.kind)) return reuse >= 2048 && reuse <= 4096;
-  if (d.kind == OperandKind::Symmetric && other.kind == OperandKind::Dense) return reuse >= 2048;  // Dense·Sym
+  if (is_triangular(d.structure) && is_triangular(other.structure)) return reuse >= 2048 && reuse <= 4096;
+  if (d.structure == Structure::Symmetric && other.structure == Structure::Dense) return reuse >= 2048;  // Dense·Sym
   // Sym·Dense with A's mirror stored (A outer-major Dense).
-  if (d.kind == OperandKind::Dense && other.kind == OperandKind::Dense) return reuse >= 2048;
+  if (d.structure == Structure::Dense && other.structure == Structure::Dense) return reuse >= 2048;
   return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
 }
 
@@ -258,11 +258,11 @@ bool k_major_copy_pays(const GemmProblem& p, bool is_b, const GemmOptions& optio
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
   const bool k_major = d.trans != is_b;  // operand_view's layout
-  if ((d.kind != OperandKind::Symmetric && k_major) || extent < 1 || p.k < 1 || extent > kRelayoutMaxExtent ||
+  if ((d.structure != Structure::Symmetric && k_major) || extent < 1 || p.k < 1 || extent > kRelayoutMaxExtent ||
       p.k > kRelayoutMaxExtent)
     return false;  // (an empty copy would be an empty grid)
   if (options.relayout == Choice::Always) return true;
-  return d.kind == OperandKind::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
+  return d.structure == Structure::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
 }
 
 bool register_b_replaces_copy(const GemmProblem& p, bool a_copied, const GemmOptions& options) {
@@ -270,15 +270,15 @@ bool register_b_replaces_copy(const GemmProblem& p, bool a_copied, const GemmOpt
   if (!register_b_on(options) || options.tf32_loop != Tf32Loop::Auto) return false;
   if (options.relayout == Choice::Always && options.register_b != Choice::Always) return false;
   auto aligned = [](const void* data, int64_t ld) { return reinterpret_cast<uintptr_t>(data) % 16 == 0 && ld % 4 == 0; };
-  const OperandKind a_kind = a_copied && p.a.kind == OperandKind::Symmetric ? OperandKind::Dense : p.a.kind;
-  const bool a_outer_major = a_copied || (p.a.kind != OperandKind::Symmetric && !p.a.trans && aligned(p.a_data, p.lda));
-  const bool b_k_major = p.b.kind != OperandKind::Symmetric && !p.b.trans && aligned(p.b_data, p.ldb);
-  return a_outer_major && b_k_major && (is_triangular(a_kind) || is_triangular(p.b.kind));
+  const Structure a_kind = a_copied && p.a.structure == Structure::Symmetric ? Structure::Dense : p.a.structure;
+  const bool a_outer_major = a_copied || (p.a.structure != Structure::Symmetric && !p.a.trans && aligned(p.a_data, p.lda));
+  const bool b_k_major = p.b.structure != Structure::Symmetric && !p.b.trans && aligned(p.b_data, p.ldb);
+  return a_outer_major && b_k_major && (is_triangular(a_kind) || is_triangular(p.b.structure));
 }
 
 bool tall_replaces_copy(const GemmProblem& p, const PlanFacts& plans, const DeviceCaps& caps,
                         const GemmOptions& options) {
-  if (p.a.kind != OperandKind::Dense || p.b.kind != OperandKind::Dense || p.a.trans || p.b.trans) return false;
+  if (p.a.structure != Structure::Dense || p.b.structure != Structure::Dense || p.a.trans || p.b.trans) return false;
   if (p.m > kTallForCopyRows && options.tall_tiles != Choice::Always) return false;
   if (options.relayout == Choice::Always && options.tall_tiles != Choice::Always) return false;
   const OperandView<float> a = operand_view<float>(p.a_data, p.a, false, p.m, p.lda);

@@ -109,11 +109,11 @@ std::vector<TileWork> enumerate_tiles(const GemmProblem& p, int tile, int k_step
     for (int64_t tj = 0; tj < tiles_n; ++tj) {
       const int64_t row0 = ti * tile, row1 = std::min<int64_t>(row0 + tile, p.m);
       const int64_t col0 = tj * tile, col1 = std::min<int64_t>(col0 + tile, p.n);
-      if (p.mask == OutputMask::Symmetric && ti > tj) continue;  // written as the mirror of (tj, ti)
+      if (p.mask == Structure::Symmetric && ti > tj) continue;  // written as the mirror of (tj, ti)
       TileWork w{static_cast<int>(ti), static_cast<int>(tj), 0, 0, 0};
-      const bool below_diagonal = p.mask == OutputMask::Upper && row0 >= col1;  // only zeros
+      const bool below_diagonal = p.mask == Structure::UpperTriangular && row0 >= col1;  // only zeros
       if (!below_diagonal) {
-        const KRange range = structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, p.k);
+        const KRange range = structured_k_range(p, row0, row1, col0, col1);
         if (range.end > range.begin) {
           w.k_begin = static_cast<int>(range.begin);
           w.k_end = static_cast<int>(range.end);
@@ -344,7 +344,7 @@ GemmWorkPlan plan_structured_gemm(const GemmProblem& p, GemmTileConfig config, i
   // diagonal are left out of the deal made with them, which otherwise stays as it is: those tiles
   // have no k-steps, so they are never split, and the kernels that run this plan take an item per
   // block. (Leaving them out before the deal gave worse plans.)
-  if (p.c_zeros_stored && p.mask == OutputMask::Upper) {
+  if (p.c_zeros_stored && p.mask == Structure::UpperTriangular) {
     best.items.erase(std::remove_if(best.items.begin(), best.items.end(),
                                     [&](const GemmWorkItem& item) {
                                       const int64_t row0 = int64_t(item.tile_row) * t.tile;
@@ -398,12 +398,12 @@ std::vector<GemmWorkItem> wide_tile_items(const GemmProblem& p) {
         // Wholly below the diagonal: a Symmetric mask's tile is the mirror's, an Upper mask's is
         // zeros (an empty k-range).
         const bool below = i * kRows > std::min(p.n, (j + 1) * kCols) - 1;
-        if (below && p.mask == OutputMask::Symmetric) continue;
+        if (below && p.mask == Structure::Symmetric) continue;
         GemmWorkItem item;
         item.tile_row = static_cast<int32_t>(i);
         item.tile_col = static_cast<int32_t>(j);
         item.k_begin = 0;
-        item.k_end = below && p.mask == OutputMask::Upper ? 0 : static_cast<int32_t>(p.k);
+        item.k_end = below && p.mask == Structure::UpperTriangular ? 0 : static_cast<int32_t>(p.k);
         items.push_back(item);
       }
     }
@@ -489,7 +489,7 @@ WidePlan wide_tile_plan(const GemmProblem& p, int sms, Choice split) {
 }
 
 std::vector<GemmWorkItem> items_with_mirror_zeros(const GemmProblem& p, const GemmWorkPlan& plan) {
-  SG_CHECK(p.mask == OutputMask::Upper && p.m == p.n,
+  SG_CHECK(p.mask == Structure::UpperTriangular && p.m == p.n,
            "items_with_mirror_zeros: needs a square product under an Upper mask, got ", p.m, "x", p.n);
   std::vector<GemmWorkItem> items;
   items.reserve(plan.items.size());
@@ -644,7 +644,7 @@ std::map<std::pair<int32_t, int32_t>, KRange> transposed_write_runs(const std::v
 }  // namespace
 
 TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, double write_cost) {
-  SG_CHECK(sms > 0 && p.mask != OutputMask::Symmetric && rows > 0 && cols > 0,
+  SG_CHECK(sms > 0 && p.mask != Structure::Symmetric && rows > 0 && cols > 0,
            "tall_tile_plan: needs sms > 0, tiles and a mask other than Symmetric");
   const int64_t tile_rows = (p.m + rows - 1) / rows, tile_cols = (p.n + cols - 1) / cols;
   std::vector<GemmWorkItem> tiles, zeros;
@@ -652,9 +652,9 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
     for (int64_t j = 0; j < tile_cols; ++j) {
       const int64_t row0 = i * rows, row1 = std::min<int64_t>(row0 + rows, p.m);
       const int64_t col0 = j * cols, col1 = std::min<int64_t>(col0 + cols, p.n);
-      const KRange range = p.mask == OutputMask::Upper && row0 >= col1
+      const KRange range = p.mask == Structure::UpperTriangular && row0 >= col1
                                ? KRange{0, 0}  // only zeros
-                               : structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, p.k);
+                               : structured_k_range(p, row0, row1, col0, col1);
       GemmWorkItem item;
       item.tile_row = static_cast<int32_t>(i);
       item.tile_col = static_cast<int32_t>(j);
@@ -664,7 +664,7 @@ TallPlan tall_tile_plan(const GemmProblem& p, int sms, int rows, int cols, doubl
       }
       if (range.end > range.begin)
         tiles.push_back(item);
-      else if (!(p.c_zeros_stored && p.mask == OutputMask::Upper && row0 >= col1))
+      else if (!(p.c_zeros_stored && p.mask == Structure::UpperTriangular && row0 >= col1))
         zeros.push_back(item);  // C's zeros below the diagonal, where it holds them already, stay as they are
     }
   }

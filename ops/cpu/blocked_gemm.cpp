@@ -97,19 +97,19 @@ struct Operand {
   int64_t ld;
   GemmOperand desc;
 
-  bool structured() const { return desc.kind != OperandKind::Dense; }
+  bool structured() const { return desc.structure != Structure::Dense; }
   /// A crossing block of a triangular operand is part zeros: splitting it saves work. A
   /// symmetric one is all data: it is materialised whole, whatever its size.
-  bool triangular() const { return desc.kind == OperandKind::Upper || desc.kind == OperandKind::Lower; }
+  bool triangular() const { return desc.structure == Structure::UpperTriangular || desc.structure == Structure::LowerTriangular; }
 
   Read how(Side side) const {
-    switch (desc.kind) {
-      case OperandKind::Dense: return Read::View;
-      case OperandKind::Upper:
+    switch (desc.structure) {
+      case Structure::Dense: return Read::View;
+      case Structure::UpperTriangular:
         return side == Side::Below ? Read::Zero : side == Side::Above ? Read::View : Read::Materialise;
-      case OperandKind::Lower:
+      case Structure::LowerTriangular:
         return side == Side::Above ? Read::Zero : side == Side::Below ? Read::View : Read::Materialise;
-      case OperandKind::Symmetric: return side == Side::Crossing ? Read::Materialise : Read::View;
+      case Structure::Symmetric: return side == Side::Crossing ? Read::Materialise : Read::View;
     }
     return Read::View;
   }
@@ -123,7 +123,7 @@ struct Operand {
   /// op(X)[i0:i1, j0:j1] for a block that lies on one side of the diagonal. A symmetric
   /// operand reads its upper storage directly above the diagonal and transposed below it.
   BlockView<T> view(Side side, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
-    const bool transposed = desc.kind == OperandKind::Symmetric ? side == Side::Below : desc.trans;
+    const bool transposed = desc.structure == Structure::Symmetric ? side == Side::Below : desc.trans;
     return storage_block(i0, i1, j0, j1, transposed);
   }
 
@@ -142,11 +142,11 @@ struct Operand {
     const Source direct{false, view(Side::Above, i0, i1, j0, j1)};  // op(X) for Dense/Upper/Lower
     Source left = direct, right = direct;
     int64_t diagonal_shift = 0;  // row ii's right part starts at column ii + i0 - j0 + shift
-    switch (desc.kind) {
-      case OperandKind::Dense: break;
-      case OperandKind::Upper: left = zeros; break;                             // j >= i kept
-      case OperandKind::Lower: right = zeros, diagonal_shift = 1; break;        // j <= i kept
-      case OperandKind::Symmetric:                                              // S[i][j] = s[min][max]
+    switch (desc.structure) {
+      case Structure::Dense: break;
+      case Structure::UpperTriangular: left = zeros; break;                             // j >= i kept
+      case Structure::LowerTriangular: right = zeros, diagonal_shift = 1; break;        // j <= i kept
+      case Structure::Symmetric:                                              // S[i][j] = s[min][max]
         left = {false, storage_block(i0, i1, j0, j1, true)};
         right = {false, storage_block(i0, i1, j0, j1, false)};
         break;
@@ -247,10 +247,10 @@ class BlockedGemm {
   /// a square (on or above the diagonal under a mask).
   std::vector<Tile> plan_tiles() const {
     const int64_t m = p_.m, n = p_.n;
-    const bool full = p_.mask == OutputMask::Full;
+    const bool full = p_.mask == Structure::Dense;
     std::vector<Tile> tiles;
     auto add = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-      const KRange kr = structured_k_range(p_.a.kind, p_.b.kind, r0, r1, c0, c1, p_.k);
+      const KRange kr = structured_k_range(p_, r0, r1, c0, c1);
       tiles.push_back({{r0, r1, c0, c1}, (r1 - r0) * (c1 - c0) * std::max<int64_t>(kr.end - kr.begin, 1)});
     };
     if (!b_.structured()) {
@@ -283,13 +283,13 @@ class BlockedGemm {
   /// Eigen product is either on stored memory or on a small materialised block.
   int64_t accumulate_region(const Region& r, int64_t k_lo, int64_t k_hi, Workspace<T>& workspace) const {
     const int64_t g = tiling_.granule;
-    if (p_.mask != OutputMask::Full) {
+    if (p_.mask != Structure::Dense) {
       const Side side = side_of(r.row0, r.row1, r.col0, r.col1);
       if (side == Side::Below) return 0;  // written by apply_mask
       if (side == Side::Crossing && (r.rows() > g || r.cols() > g))
         return split_at_output_diagonal(r, k_lo, k_hi, workspace);
     }
-    const KRange kr = structured_k_range(p_.a.kind, p_.b.kind, r.row0, r.row1, r.col0, r.col1, p_.k);
+    const KRange kr = structured_k_range(p_, r.row0, r.row1, r.col0, r.col1);
     const int64_t k_begin = std::max(kr.begin, k_lo), k_end = std::min(kr.end, k_hi);
     if (k_end <= k_begin) return 0;
 
@@ -362,9 +362,9 @@ class BlockedGemm {
   /// Symmetric mask: every entry of the tile above the diagonal is copied to its mirror.
   void apply_mask(const Region& t) const {
     const int64_t ldc = p_.ldc;
-    if (p_.mask == OutputMask::Upper && t.col0 == t.row0) {
+    if (p_.mask == Structure::UpperTriangular && t.col0 == t.row0) {
       for (int64_t i = t.row0; i < t.row1; ++i) std::fill(c_ + i * ldc, c_ + i * ldc + std::min(i, p_.n), T(0));
-    } else if (p_.mask == OutputMask::Symmetric) {
+    } else if (p_.mask == Structure::Symmetric) {
       // In 32×32 blocks, so that the column-wise writes stay in cache.
       constexpr int64_t kBlock = 32;
       for (int64_t i0 = t.row0; i0 < t.row1; i0 += kBlock) {
@@ -404,10 +404,10 @@ BlockedGemmTiling default_tiling(const GemmProblem& p) {
 void blocked_gemm(const GemmProblem& p, DType dtype) {
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "blocked_gemm: negative sizes m=", p.m, " n=", p.n, " k=", p.k);
   SG_CHECK(!p.accumulate, "blocked_gemm: accumulate is for Dense·Dense products only");
-  if (p.mask != OutputMask::Full)
+  if (p.mask != Structure::Dense)
     SG_CHECK(p.m == p.n, "blocked_gemm: an Upper/Symmetric output mask needs a square result, got ", p.m, "x", p.n);
-  if (p.a.kind == OperandKind::Symmetric) SG_CHECK(p.m == p.k, "blocked_gemm: symmetric A must be square");
-  if (p.b.kind == OperandKind::Symmetric) SG_CHECK(p.k == p.n, "blocked_gemm: symmetric B must be square");
+  if (p.a.structure == Structure::Symmetric) SG_CHECK(p.m == p.k, "blocked_gemm: symmetric A must be square");
+  if (p.b.structure == Structure::Symmetric) SG_CHECK(p.k == p.n, "blocked_gemm: symmetric B must be square");
   if (p.m == 0 || p.n == 0) {
     last_call_macs.store(0);
     return;

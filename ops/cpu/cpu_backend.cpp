@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "ops/matrix_batch.h"
 #include "ops/cpu/cpu_gemm.h"
 #include "ops/cpu/cpu_linalg.h"
 #include "ops/functors.h"
@@ -227,16 +228,19 @@ class CpuBackend final : public Backend {
   }
 
   void transpose(const Tensor& x, Tensor& out) override {
+    const MatrixBatch v = matrix_batch("cpu transpose", nullptr, x);
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const T* in = ptr<T>(x);
-      T* o = ptr<T>(out);
-      const int64_t rows = x.size(0), cols = x.size(1);
+      const int64_t rows = v.rows, cols = v.cols;
       constexpr int64_t B = 32;
-      for (int64_t i0 = 0; i0 < rows; i0 += B)
-        for (int64_t j0 = 0; j0 < cols; j0 += B)
-          for (int64_t i = i0; i < std::min(i0 + B, rows); ++i)
-            for (int64_t j = j0; j < std::min(j0 + B, cols); ++j) o[j * rows + i] = in[i * cols + j];
+      for (int64_t b = 0; b < v.count(); ++b) {
+        const T* in = ptr<T>(x) + b * rows * cols;
+        T* o = ptr<T>(out) + b * rows * cols;
+        for (int64_t i0 = 0; i0 < rows; i0 += B)
+          for (int64_t j0 = 0; j0 < cols; j0 += B)
+            for (int64_t i = i0; i < std::min(i0 + B, rows); ++i)
+              for (int64_t j = j0; j < std::min(j0 + B, cols); ++j) o[j * rows + i] = in[i * cols + j];
+      }
     });
   }
 
@@ -244,56 +248,63 @@ class CpuBackend final : public Backend {
   void tril(const Tensor& x, Tensor& out, int64_t diagonal) override { triangle(x, out, diagonal, true); }
 
   void symmetrize(const Tensor& x, Tensor& out) override {
+    const MatrixBatch v = square_batch("cpu symmetrize", nullptr, x);
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const T* in = ptr<T>(x);
-      T* o = ptr<T>(out);
-      const int64_t n = x.size(0);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = i; j < n; ++j) {
-          // One expression for both entries: the mirror is bit-exact.
-          const T v = (in[i * n + j] + in[j * n + i]) * T(0.5);
-          o[i * n + j] = v;
-          o[j * n + i] = v;
-        }
+      const int64_t n = v.rows;
+      for (int64_t b = 0; b < v.count(); ++b) {
+        const T* in = ptr<T>(x) + b * n * n;
+        T* o = ptr<T>(out) + b * n * n;
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = i; j < n; ++j) {
+            // One expression for both entries: the mirror is bit-exact.
+            const T value = (in[i * n + j] + in[j * n + i]) * T(0.5);
+            o[i * n + j] = value;
+            o[j * n + i] = value;
+          }
+      }
     });
   }
 
   void diagonal(const Tensor& x, Tensor& out) override {
+    const MatrixBatch v = square_batch("cpu diagonal", nullptr, x);
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const int64_t n = x.size(0);
-      for (int64_t i = 0; i < n; ++i) ptr<T>(out)[i] = ptr<T>(x)[i * n + i];
+      const int64_t n = v.rows;
+      for (int64_t b = 0; b < v.count(); ++b)
+        for (int64_t i = 0; i < n; ++i) ptr<T>(out)[b * n + i] = ptr<T>(x)[(b * n + i) * n + i];
     });
   }
 
   void set_diagonal(const Tensor& x, const Tensor& d, Tensor& out) override {
+    const MatrixBatch v = square_batch("cpu set_diagonal", nullptr, x);
     if (!out.is_same(x)) std::memcpy(out.data_ptr(), x.data_ptr(), x.nbytes());
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const int64_t n = x.size(0);
-      for (int64_t i = 0; i < n; ++i) ptr<T>(out)[i * n + i] = ptr<T>(d)[i];
+      const int64_t n = v.rows;
+      for (int64_t b = 0; b < v.count(); ++b)
+        for (int64_t i = 0; i < n; ++i) ptr<T>(out)[(b * n + i) * n + i] = ptr<T>(d)[b * n + i];
     });
   }
 
   int64_t find_structure_violation(const Tensor& x, Structure s) override {
+    const MatrixBatch v = square_batch("cpu find_structure_violation", nullptr, x);
+    const StructureTraits& traits_of_s = traits(s);
     int64_t found = -1;
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const T* in = ptr<T>(x);
-      const int64_t n = x.size(0);
-      for (int64_t i = 0; i < n && found < 0; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          bool bad = false;
-          if (s == Structure::UpperTriangular) bad = i > j && in[i * n + j] != T(0);
-          if (s == Structure::LowerTriangular) bad = i < j && in[i * n + j] != T(0);
-          if (s == Structure::Symmetric)
-            bad = i < j && std::memcmp(&in[i * n + j], &in[j * n + i], sizeof(T)) != 0;
-          if (bad) {
-            found = i * n + j;
-            break;
-          }
+      const int64_t n = v.rows;
+      for (int64_t e = 0; e < x.numel(); ++e) {
+        const T* in = ptr<T>(x) + e / (n * n) * n * n;
+        const int64_t i = e / n % n, j = e % n;
+        const uint8_t part = i > j ? kBelowDiagonal : i == j ? kOnDiagonal : kAboveDiagonal;
+        const bool bad = (!(traits_of_s.stored & part) && in[i * n + j] != T(0)) ||
+                         (traits_of_s.symmetric && i < j && std::memcmp(&in[i * n + j], &in[j * n + i], sizeof(T)) != 0);
+        if (bad) {
+          found = e;
+          break;
         }
+      }
     });
     return found;
   }
@@ -329,16 +340,21 @@ class CpuBackend final : public Backend {
 
   bool gemm(const GemmProblem& p, DType dtype) override {
     // Dense·Dense through Eigen's GEMM; every structured product through the blocked
-    // structured GEMM (tile skipping, k-ranges). reference_gemm stays the tests' oracle.
-    const bool dense = p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full;
-    cpu::with_threads_for(p.m * p.n * p.k, [&] {
-      if (dense) cpu::dense_gemm(p, dtype);
-      else cpu::blocked_gemm(p, dtype);
+    // structured GEMM (tile skipping, k-ranges). reference_gemm stays the tests' oracle. A batch
+    // runs product by product.
+    const bool dense = p.a.structure == Structure::Dense && p.b.structure == Structure::Dense && p.mask == Structure::Dense;
+    SG_CHECK(p.batch >= 0, "cpu gemm: negative batch ", p.batch);
+    cpu::with_threads_for(p.m * p.n * p.k * p.batch, [&] {
+      for (int64_t i = 0; i < p.batch; ++i) {
+        const GemmProblem q = p.batch == 1 ? p : batch_item(p, i, element_size(dtype));
+        if (dense) cpu::dense_gemm(q, dtype);
+        else cpu::blocked_gemm(q, dtype);
+      }
     });
     return false;
   }
 
-  void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left,
+  void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
                         Tensor& x) override {
     cpu::with_threads_for(t.size(0) * t.size(0) * (left ? x.size(1) : x.size(0)) / 2,
                           [&] { cpu::solve_triangular(t, kind, trans, unit_diagonal, left, x); });
@@ -346,7 +362,7 @@ class CpuBackend final : public Backend {
   void cholesky(const Tensor& a, Tensor& out, Tensor& info) override {
     cpu::with_threads_for(a.size(0) * a.size(0) * a.size(0) / 6, [&] { cpu::cholesky(a, out, info); });
   }
-  void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) override {
+  void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) override {
     cpu::with_threads_for(t.size(0) * t.size(0) * t.size(0) / 2,
                           [&] { cpu::triangular_inverse(t, kind, unit_diagonal, out); });
   }
@@ -384,16 +400,17 @@ class CpuBackend final : public Backend {
  private:
   /// triu (lower = false: entries with j − i >= diagonal kept) or tril (lower = true: j − i <= diagonal).
   static void triangle(const Tensor& x, Tensor& out, int64_t diagonal, bool lower) {
+    const MatrixBatch v = matrix_batch(lower ? "cpu tril" : "cpu triu", nullptr, x);
     dispatch_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* in = ptr<T>(x);
       T* o = ptr<T>(out);
-      const int64_t rows = x.size(0), cols = x.size(1);
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) {
-          const bool keep = lower ? j - i <= diagonal : j - i >= diagonal;
-          o[i * cols + j] = keep ? in[i * cols + j] : T(0);
-        }
+      const int64_t rows = v.rows, cols = v.cols;
+      for (int64_t e = 0; e < x.numel(); ++e) {
+        const int64_t i = e / cols % rows, j = e % cols;
+        const bool keep = lower ? j - i <= diagonal : j - i >= diagonal;
+        o[e] = keep ? in[e] : T(0);
+      }
     });
   }
 };

@@ -8,10 +8,10 @@
 namespace sg::detail::cpu {
 
 /// Backend::solve_triangular on host buffers (float32 or float64).
-void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left, Tensor& x);
+void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x);
 /// Backend::cholesky on host buffers; info is a host int64.
 void cholesky(const Tensor& a, Tensor& out, Tensor& info);
 /// Backend::triangular_inverse on host buffers.
-void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out);
+void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out);
 
 }  // namespace sg::detail::cpu

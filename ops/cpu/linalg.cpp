@@ -36,12 +36,12 @@ void solve_with_view(const ConstMatMap<T>& t, bool trans, bool left, MatMap<T>& 
 }
 
 template <typename T>
-void solve_typed(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
+void solve_typed(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
   const int64_t n = t.size(0);
   ConstMatMap<T> tm(ptr<T>(t), n, n);
   MatMap<T> xm(ptr<T>(x), x.size(0), x.size(1));
   // kind is the structure of op(T): the stored triangle is the other one when T is read transposed.
-  const bool stored_lower = (kind == OperandKind::Lower) != trans;
+  const bool stored_lower = (kind == Structure::LowerTriangular) != trans;
   if (stored_lower) {
     if (unit_diagonal) solve_with_view<Eigen::UnitLower>(tm, trans, left, xm);
     else solve_with_view<Eigen::Lower>(tm, trans, left, xm);
@@ -101,7 +101,7 @@ void cholesky_typed(const Tensor& a, Tensor& out, Tensor& info) {
 }
 
 template <typename T>
-void inverse_typed(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) {
+void inverse_typed(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) {
   const int64_t n = t.size(0);
   MatMap<T> o(ptr<T>(out), n, n);
   o.setIdentity();
@@ -112,7 +112,7 @@ void inverse_typed(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor
 
 }  // namespace
 
-void solve_triangular(const Tensor& t, OperandKind kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
+void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
   if (x.numel() == 0) return;
   if (t.dtype() == DType::Float32) solve_typed<float>(t, kind, trans, unit_diagonal, left, x);
   else solve_typed<double>(t, kind, trans, unit_diagonal, left, x);
@@ -123,7 +123,7 @@ void cholesky(const Tensor& a, Tensor& out, Tensor& info) {
   else cholesky_typed<double>(a, out, info);
 }
 
-void triangular_inverse(const Tensor& t, OperandKind kind, bool unit_diagonal, Tensor& out) {
+void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) {
   if (out.numel() == 0) return;
   if (t.dtype() == DType::Float32) inverse_typed<float>(t, kind, unit_diagonal, out);
   else inverse_typed<double>(t, kind, unit_diagonal, out);

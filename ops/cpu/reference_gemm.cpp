@@ -21,11 +21,11 @@ RowMat<T> logical_operand(const void* data, GemmOperand d, int64_t rows, int64_t
                                                               Eigen::OuterStride<>(ld > 0 ? ld : scols));
   RowMat<T> x = d.trans ? RowMat<T>(stored.transpose().template cast<T>())
                         : RowMat<T>(stored.template cast<T>());
-  switch (d.kind) {
-    case OperandKind::Dense: return x;
-    case OperandKind::Upper: return x.template triangularView<Eigen::Upper>();
-    case OperandKind::Lower: return x.template triangularView<Eigen::Lower>();
-    case OperandKind::Symmetric: {
+  switch (d.structure) {
+    case Structure::Dense: return x;
+    case Structure::UpperTriangular: return x.template triangularView<Eigen::Upper>();
+    case Structure::LowerTriangular: return x.template triangularView<Eigen::Lower>();
+    case Structure::Symmetric: {
       // Read the upper triangle of the storage only (the storage is square).
       RowMat<T> s = stored.template cast<T>();
       return s.template selfadjointView<Eigen::Upper>();
@@ -41,9 +41,9 @@ RowMat<T> reference_product(const GemmProblem& p) {
   RowMat<T> c = RowMat<T>::Zero(p.m, p.n);
   if (p.k > 0) c.noalias() = a * b;
   c *= static_cast<T>(p.alpha);
-  if (p.mask == OutputMask::Upper) {
+  if (p.mask == Structure::UpperTriangular) {
     c = RowMat<T>(c.template triangularView<Eigen::Upper>());
-  } else if (p.mask == OutputMask::Symmetric) {
+  } else if (p.mask == Structure::Symmetric) {
     RowMat<T> upper = c;
     c = upper.template selfadjointView<Eigen::Upper>();
   }
@@ -52,9 +52,9 @@ RowMat<T> reference_product(const GemmProblem& p) {
 
 void check_problem(const GemmProblem& p) {
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative sizes");
-  if (p.mask != OutputMask::Full) SG_CHECK(p.m == p.n, "gemm: a structured output mask needs a square result");
-  if (p.a.kind == OperandKind::Symmetric) SG_CHECK(p.m == p.k, "gemm: symmetric A must be square");
-  if (p.b.kind == OperandKind::Symmetric) SG_CHECK(p.k == p.n, "gemm: symmetric B must be square");
+  if (p.mask != Structure::Dense) SG_CHECK(p.m == p.n, "gemm: a structured output mask needs a square result");
+  if (p.a.structure == Structure::Symmetric) SG_CHECK(p.m == p.k, "gemm: symmetric A must be square");
+  if (p.b.structure == Structure::Symmetric) SG_CHECK(p.k == p.n, "gemm: symmetric B must be square");
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ void reference_gemm_f64(const GemmProblem& p, DType dtype, double* c_out) {
 }
 
 void dense_gemm(const GemmProblem& p, DType dtype) {
-  SG_CHECK(p.a.kind == OperandKind::Dense && p.b.kind == OperandKind::Dense && p.mask == OutputMask::Full,
+  SG_CHECK(p.a.structure == Structure::Dense && p.b.structure == Structure::Dense && p.mask == Structure::Dense,
            "dense_gemm: called with a structured descriptor");
   auto run = [&](auto zero) {
     using T = decltype(zero);

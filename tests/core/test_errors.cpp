@@ -22,7 +22,7 @@ TEST_P(ErrorsOnDevice, MessagesNameOpAndOperands) {
   EXPECT_EQ(sgtest::message_of([&] { (a * 2.0).backward(); }),
             "backward: the tensor does not require grad (no input of the ops that produced it requires grad)");
   EXPECT_EQ(sgtest::message_of([&] { a.item(); }), "item: expected a tensor with one element, got shape [2, 5]");
-  EXPECT_EQ(sgtest::message_of([&] { sg::triu(a); }), "triu: expected a square matrix, got shape [2, 5]");
+  EXPECT_EQ(sgtest::message_of([&] { sg::triu(a); }), "triu: expected a square matrix or a batch of them, got shape [2, 5]");
   EXPECT_EQ(sgtest::message_of([&] { sg::reshape(a, {3, 3}); }), "reshape: shape [3, 3] is invalid for input of shape [2, 5]");
   EXPECT_EQ(sgtest::message_of([&] { sg::mse_loss(a, b); }),
             "mse_loss: prediction of shape [2, 5] and target of shape [3, 7] differ");

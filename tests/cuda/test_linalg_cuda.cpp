@@ -27,7 +27,7 @@
 
 namespace {
 
-using sg::detail::OperandKind;
+using sg::Structure;
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -166,7 +166,7 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
       if (n >= 1000 && k == 3) continue;
       for (int variant = 0; variant < 16; ++variant) {
         const bool left = variant & 1, lower = variant & 2, trans = variant & 4, unit = variant & 8;
-        const OperandKind kind = lower ? OperandKind::Lower : OperandKind::Upper;
+        const Structure kind = lower ? Structure::LowerTriangular : Structure::UpperTriangular;
         const bool stored_lower = lower != trans;
         const std::vector<double> tv = triangular_values(n, stored_lower, unit, ++seed);
         const sg::Shape shape = left ? sg::Shape{n, k} : sg::Shape{k, n};
@@ -268,7 +268,7 @@ TEST_P(LinalgCuda, TriangularInverseMatchesCpu) {
   for (const int64_t n : test_sizes()) {
     for (int variant = 0; variant < 4; ++variant) {
       const bool lower = variant & 1, unit = variant & 2;
-      const OperandKind kind = lower ? OperandKind::Lower : OperandKind::Upper;
+      const Structure kind = lower ? Structure::LowerTriangular : Structure::UpperTriangular;
       const std::vector<double> tv = triangular_values(n, lower, unit, ++seed);
       sg::Tensor t_ref = sg::from_vector(tv, {n, n}, on(sg::kCPU, sg::kFloat64));
       sg::Tensor m_ref = sg::Tensor::empty({n, n}, on(sg::kCPU, sg::kFloat64));
@@ -299,14 +299,14 @@ TEST_P(LinalgCuda, EmptyOperandsDoNothing) {
   sg::detail::Backend& gpu = sg::detail::cuda_backend(0);
   const sg::Tensor t = sg::from_vector(triangular_values(5, true, false, 7), {5, 5}, on(kCuda0, dtype));
   sg::Tensor x = sg::Tensor::empty({5, 0}, on(kCuda0, dtype));
-  gpu.solve_triangular(t, OperandKind::Lower, false, false, true, x);
+  gpu.solve_triangular(t, Structure::LowerTriangular, false, false, true, x);
   sg::Tensor y = sg::Tensor::empty({0, 5}, on(kCuda0, dtype));
-  gpu.solve_triangular(t, OperandKind::Lower, false, false, false, y);
+  gpu.solve_triangular(t, Structure::LowerTriangular, false, false, false, y);
   const sg::Tensor t0 = sg::Tensor::empty({0, 0}, on(kCuda0, dtype));
   sg::Tensor x0 = sg::Tensor::empty({0, 3}, on(kCuda0, dtype));
-  gpu.solve_triangular(t0, OperandKind::Upper, true, false, true, x0);
+  gpu.solve_triangular(t0, Structure::UpperTriangular, true, false, true, x0);
   sg::Tensor m0 = sg::Tensor::empty({0, 0}, on(kCuda0, dtype));
-  gpu.triangular_inverse(t0, OperandKind::Upper, false, m0);
+  gpu.triangular_inverse(t0, Structure::UpperTriangular, false, m0);
   sg::cuda::synchronize();
 }
 

@@ -46,9 +46,8 @@ void set_option(Edit edit) {
 #endif
 
 using namespace sgtest::gemm;
+using sg::Structure;
 using sg::detail::GemmProblem;
-using sg::detail::OperandKind;
-using sg::detail::OutputMask;
 
 const sg::Device kCuda0{sg::DeviceType::CUDA, 0};
 
@@ -142,20 +141,20 @@ TEST_P(CudaGemm, RectangularDenseOperandsBesideStructuredOnes) {
   const sg::DType dtype = this->dtype();
   for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {17, 300}, {129, 31}, {255, 1}, {64, 1000}}) {
     for (const Variant& s : kVariants) {
-      if (s.kind == OperandKind::Dense) continue;
+      if (s.structure == Structure::Dense) continue;
       for (bool dense_trans : {false, true}) {
         // Structured(n×n) · Dense(n×m)
-        GemmProblem left = square(n, s, {OperandKind::Dense, dense_trans}, OutputMask::Full, 0.5);
+        GemmProblem left = square(n, s, {Structure::Dense, dense_trans}, Structure::Dense, 0.5);
         left.n = m;
         SG_EXPECT_PRODUCT(kCuda0, left, dtype, rng);
         // Dense(m×n) · Structured(n×n)
-        GemmProblem right = square(n, {OperandKind::Dense, dense_trans}, s, OutputMask::Full);
+        GemmProblem right = square(n, {Structure::Dense, dense_trans}, s, Structure::Dense);
         right.m = m;
         SG_EXPECT_PRODUCT(kCuda0, right, dtype, rng);
       }
     }
     // Dense·Dense with an Upper mask over a rectangular inner dimension (triu(G·Bᵀ) shapes).
-    GemmProblem masked = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper);
+    GemmProblem masked = square(n, {Structure::Dense, false}, {Structure::Dense, true}, Structure::UpperTriangular);
     masked.k = m;
     SG_EXPECT_PRODUCT(kCuda0, masked, dtype, rng);
   }
@@ -169,15 +168,15 @@ TEST_P(CudaGemm, PaddedLeadingDimensions) {
   // exist, and an inner dimension that is not a tile multiple.
   std::mt19937_64 rng(6);
   const sg::DType dtype = this->dtype();
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   for (int64_t pad : {1, 4}) {
-    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, upper, upper, OutputMask::Upper), dtype, rng, pad);
-    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, dense, lower_t, OutputMask::Upper), dtype, rng, pad);
-    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, dense_t, upper, OutputMask::Full), dtype, rng, pad);
-    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, symmetric, dense, OutputMask::Full), dtype, rng, pad);
-    GemmProblem gram_shaped = square(300, dense, dense_t, OutputMask::Upper);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, upper, upper, Structure::UpperTriangular), dtype, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, dense, lower_t, Structure::UpperTriangular), dtype, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, dense_t, upper, Structure::Dense), dtype, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(300, symmetric, dense, Structure::Dense), dtype, rng, pad);
+    GemmProblem gram_shaped = square(300, dense, dense_t, Structure::UpperTriangular);
     gram_shaped.k = 333;
     SG_EXPECT_PRODUCT_PADDED(kCuda0, gram_shaped, dtype, rng, pad);
   }
@@ -336,7 +335,7 @@ class ScopedTf32 : ScopedExact {
 /// Whether TF32 products of device 0 run on the wgmma loop (an sm_90a build on compute
 /// capability 9.0).
 bool wgmma_loop_runs() {
-  GemmProblem probe = square(300, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  GemmProblem probe = square(300, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   probe.tf32 = true;
   probe.lda = probe.ldb = probe.ldc = probe.n;
   return cu::structured_gemm_plan(probe, sg::kFloat32, 0).config == cu::GemmTileConfig::Float32Tf32Wgmma;
@@ -474,7 +473,7 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   if (major < 8) GTEST_SKIP() << "no TF32 tensor cores on this device";
-  GemmProblem p = square(300, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  GemmProblem p = square(300, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   p.tf32 = true;
   p.lda = p.ldb = p.ldc = p.n;
   const GemmTileConfig expected = sm90a_code_runs() ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
@@ -506,7 +505,7 @@ struct TensorCoreLoop {
 void expect_tensor_core_loop(const TensorCoreLoop& loop) {
   const bool fp64_cores = fp64_tensor_cores_run();
   const ScopedExact exact;
-  GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  GemmProblem p = square(4096, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   p.lda = p.ldb = p.ldc = p.n;
   for (ExactLoop choice : {ExactLoop::Auto, ExactLoop::Fma, ExactLoop::Dmma}) {
     set_option([&](cu::GemmOptions& o) { apply(choice, o); });
@@ -557,7 +556,7 @@ TEST(CudaGemmFp64Loop, EachDtypesLoopOptionKeepsItsOwnPlans) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop on this device or build";
   const ScopedExact exact;
-  GemmProblem p = square(512, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  GemmProblem p = square(512, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   p.lda = p.ldb = p.ldc = p.n;
   const GemmTileConfig float64_default = cu::structured_gemm_plan(p, sg::kFloat64, 0).config;
   set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
@@ -671,23 +670,23 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   sg::set_matmul_precision(sg::Precision::Float32);
   g_tf32 = false;
   set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   struct Case {
     Variant a, b;
-    OutputMask mask;
+    Structure mask;
     int64_t copies;  // under Always
   };
   const Case cases[] = {
-      {upper, upper, OutputMask::Upper, 1},            // forward: A outer-major
-      {upper, lower_t, OutputMask::Upper, 2},          // dA = triu(G·Bᵀ): both outer-major
-      {lower_t, upper, OutputMask::Upper, 0},          // dB = triu(Aᵀ·G): both k-major
-      {symmetric, symmetric, OutputMask::Full, 2},
-      {symmetric, dense, OutputMask::Full, 1},
-      {dense, symmetric, OutputMask::Symmetric, 2},
-      {dense_t, upper, OutputMask::Full, 0},
-      {dense, dense_t, OutputMask::Upper, 2},          // gram
+      {upper, upper, Structure::UpperTriangular, 1},            // forward: A outer-major
+      {upper, lower_t, Structure::UpperTriangular, 2},          // dA = triu(G·Bᵀ): both outer-major
+      {lower_t, upper, Structure::UpperTriangular, 0},          // dB = triu(Aᵀ·G): both k-major
+      {symmetric, symmetric, Structure::Dense, 2},
+      {symmetric, dense, Structure::Dense, 1},
+      {dense, symmetric, Structure::Symmetric, 2},
+      {dense_t, upper, Structure::Dense, 0},
+      {dense, dense_t, Structure::UpperTriangular, 2},          // gram
   };
   std::mt19937_64 rng(31);
   for (int64_t n : {300, 1000, 1024}) {
@@ -698,8 +697,8 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
         const GemmProblem p = square(n, c.a, c.b, c.mask);
         const int64_t expected = setting == cu::Choice::Always ? c.copies
                                  : setting == cu::Choice::Never ? 0
-                                 : (c.a.kind == OperandKind::Symmetric ? (n >= 1024 ? 1 : 0) : 0) +
-                                       (c.b.kind == OperandKind::Symmetric ? (n >= 1024 ? 1 : 0) : 0);
+                                 : (c.a.structure == Structure::Symmetric ? (n >= 1024 ? 1 : 0) : 0) +
+                                       (c.b.structure == Structure::Symmetric ? (n >= 1024 ? 1 : 0) : 0);
         for (int64_t pad : {0, 1}) {
           const int64_t before = cu::gemm_stats().operand_copies;
           SG_EXPECT_PRODUCT_PADDED(kCuda0, p, sg::kFloat32, rng, pad);
@@ -710,7 +709,7 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   }
   // An empty k under Always: no copy (its grid would be empty), and C is all zeros.
   set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
-  GemmProblem empty_k = square(64, dense, dense_t, OutputMask::Upper);
+  GemmProblem empty_k = square(64, dense, dense_t, Structure::UpperTriangular);
   empty_k.k = 0;
   const auto f32 = sg::TensorOptions().device(kCuda0);
   const sg::Tensor a = sg::randn({64, 1}, f32), b = sg::randn({64, 1}, f32);
@@ -750,10 +749,10 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
   // beyond them random), and split tiles (640: dA's plan splits 3 tiles; the consumers' named
   // barrier in the partial-tile path).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, upper_t{OperandKind::Upper, true};
-  const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, upper_t{Structure::UpperTriangular, true};
+  const Variant lower{Structure::LowerTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   struct Case {
     GemmProblem p;
@@ -761,12 +760,12 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
   };
   std::vector<Case> cases;
   for (int64_t n : {300, 640}) {
-    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), true});   // dA = triu(G·Bᵀ)
-    cases.push_back({square(n, lower, upper_t, OutputMask::Full), true});    // op(A) Lower, op(B) Upper
-    cases.push_back({square(n, dense, lower_t, OutputMask::Full), true});
-    cases.push_back({square(n, upper, upper, OutputMask::Upper), false});    // B k-major
-    cases.push_back({square(n, symmetric, dense_t, OutputMask::Full), false});  // Symmetric: a raw map too
-    cases.push_back({square(n, dense, dense_t, OutputMask::Symmetric), false});  // gram: both Dense
+    cases.push_back({square(n, upper, lower_t, Structure::UpperTriangular), true});   // dA = triu(G·Bᵀ)
+    cases.push_back({square(n, lower, upper_t, Structure::Dense), true});    // op(A) Lower, op(B) Upper
+    cases.push_back({square(n, dense, lower_t, Structure::Dense), true});
+    cases.push_back({square(n, upper, upper, Structure::UpperTriangular), false});    // B k-major
+    cases.push_back({square(n, symmetric, dense_t, Structure::Dense), false});  // Symmetric: a raw map too
+    cases.push_back({square(n, dense, dense_t, Structure::Symmetric), false});  // gram: both Dense
   }
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the pipelined kernel serves the wgmma loop, which this device or build does not run";
@@ -777,7 +776,7 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
       const int64_t before = cu::gemm_stats().pipelined_launches;
       SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
       EXPECT_EQ(cu::gemm_stats().pipelined_launches - before, c.pipelined && loop == cu::Tf32Loop::Auto ? 1 : 0)
-          << kind_name(c.p.a.kind) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.kind)
+          << kind_name(c.p.a.structure) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.structure)
           << (c.p.b.trans ? "ᵀ" : "") << " at n = " << c.p.n;
     }
   }
@@ -808,10 +807,10 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   // into A's tile and B's raw tile, the storage beyond them random), and the products whose other
   // operand relayout copies first (Aᵀ·G, Sym·Upper: A copied, B read as it lies).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false};
-  const Variant upper{OperandKind::Upper, false};
-  const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false};
+  const Variant upper{Structure::UpperTriangular, false};
+  const Variant lower{Structure::LowerTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   const ScopedTf32 tf32;
   struct Case {
     GemmProblem p;
@@ -824,36 +823,36 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   const auto on = cu::Choice::Auto, forced = cu::Choice::Always, off = cu::Choice::Never;
   std::vector<Case> cases;
   for (int64_t n : {300, 640}) {
-    cases.push_back({square(n, upper, upper, OutputMask::Upper), never, on, true, 0});  // Upper·Upper forward
-    cases.push_back({square(n, dense, upper, OutputMask::Full), never, on, true, 0});
-    cases.push_back({square(n, upper, dense, OutputMask::Full), never, on, true, 0});
-    cases.push_back({square(n, lower, upper, OutputMask::Full), never, on, true, 0});
-    cases.push_back({square(n, upper, lower, OutputMask::Full), never, on, true, 0});
-    cases.push_back({square(n, dense, lower, OutputMask::Full), never, on, true, 0});
-    cases.push_back({square(n, upper, upper, OutputMask::Upper), never, off, false, 0});
-    cases.push_back({square(n, upper, upper, OutputMask::Upper), always, on, false, 1});  // B copied: forced relayout
-    cases.push_back({square(n, upper, upper, OutputMask::Upper), always, forced, true, 0});
-    cases.push_back({square(n, lower_t, upper, OutputMask::Upper), never, on, false, 0});   // dB: A k-major
-    cases.push_back({square(n, lower_t, upper, OutputMask::Upper), always, forced, true, 1});  // A copied
-    cases.push_back({square(n, lower_t, dense, OutputMask::Full), always, forced, true, 1});  // dB of Upper·Dense
-    cases.push_back({square(n, symmetric, upper, OutputMask::Full), never, on, false, 0});  // A has a raw map too
-    cases.push_back({square(n, symmetric, upper, OutputMask::Full), always, forced, true, 1});
-    cases.push_back({square(n, upper, symmetric, OutputMask::Full), never, on, false, 0});
-    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), never, on, false, 0});  // dA: B outer-major
-    cases.push_back({square(n, dense, dense, OutputMask::Full), never, on, false, 0});     // no triangle
+    cases.push_back({square(n, upper, upper, Structure::UpperTriangular), never, on, true, 0});  // Upper·Upper forward
+    cases.push_back({square(n, dense, upper, Structure::Dense), never, on, true, 0});
+    cases.push_back({square(n, upper, dense, Structure::Dense), never, on, true, 0});
+    cases.push_back({square(n, lower, upper, Structure::Dense), never, on, true, 0});
+    cases.push_back({square(n, upper, lower, Structure::Dense), never, on, true, 0});
+    cases.push_back({square(n, dense, lower, Structure::Dense), never, on, true, 0});
+    cases.push_back({square(n, upper, upper, Structure::UpperTriangular), never, off, false, 0});
+    cases.push_back({square(n, upper, upper, Structure::UpperTriangular), always, on, false, 1});  // B copied: forced relayout
+    cases.push_back({square(n, upper, upper, Structure::UpperTriangular), always, forced, true, 0});
+    cases.push_back({square(n, lower_t, upper, Structure::UpperTriangular), never, on, false, 0});   // dB: A k-major
+    cases.push_back({square(n, lower_t, upper, Structure::UpperTriangular), always, forced, true, 1});  // A copied
+    cases.push_back({square(n, lower_t, dense, Structure::Dense), always, forced, true, 1});  // dB of Upper·Dense
+    cases.push_back({square(n, symmetric, upper, Structure::Dense), never, on, false, 0});  // A has a raw map too
+    cases.push_back({square(n, symmetric, upper, Structure::Dense), always, forced, true, 1});
+    cases.push_back({square(n, upper, symmetric, Structure::Dense), never, on, false, 0});
+    cases.push_back({square(n, upper, lower_t, Structure::UpperTriangular), never, on, false, 0});  // dA: B outer-major
+    cases.push_back({square(n, dense, dense, Structure::Dense), never, on, false, 0});     // no triangle
   }
-  GemmProblem rectangular = square(300, dense, upper, OutputMask::Full);
+  GemmProblem rectangular = square(300, dense, upper, Structure::Dense);
   rectangular.m = 520;
   cases.push_back({rectangular, never, on, true, 0});
   // A wide B (1280², few rows of A) takes it on Auto too.
-  GemmProblem wide_b = square(1280, dense, upper, OutputMask::Full);
+  GemmProblem wide_b = square(1280, dense, upper, Structure::Dense);
   wide_b.m = 130;
   cases.push_back({wide_b, never, on, true, 0});
   // Everything on Auto: the forward on the kernel, no copy of B, where relayout's own rule would
   // copy it (2048) and where it would not (1024); turned off, B copied at 2048.
-  cases.push_back({square(1024, upper, upper, OutputMask::Upper), cu::Choice::Auto, on, true, 0});
-  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::Choice::Auto, on, true, 0});
-  cases.push_back({square(2048, upper, upper, OutputMask::Upper), cu::Choice::Auto, off, false, 1});
+  cases.push_back({square(1024, upper, upper, Structure::UpperTriangular), cu::Choice::Auto, on, true, 0});
+  cases.push_back({square(2048, upper, upper, Structure::UpperTriangular), cu::Choice::Auto, on, true, 0});
+  cases.push_back({square(2048, upper, upper, Structure::UpperTriangular), cu::Choice::Auto, off, false, 1});
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
   set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Never; });  // (its products whose A holds its zeros: CudaGemmTall)
@@ -869,7 +868,7 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
                                         {300, 0, false}, {300, 4, false}, {302, 2, false}}) {
     const int64_t launches = cu::gemm_stats().register_b_launches, one_box_launches = cu::gemm_stats().raw_block_map_launches;
     const int64_t store_launches = cu::gemm_stats().tma_store_launches, mirror_launches = cu::gemm_stats().mirror_zero_launches;
-    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(n, upper, upper, OutputMask::Upper), sg::kFloat32, rng, pad);
+    SG_EXPECT_PRODUCT_PADDED(kCuda0, square(n, upper, upper, Structure::UpperTriangular), sg::kFloat32, rng, pad);
     EXPECT_EQ(cu::gemm_stats().register_b_launches - launches, 1) << "n = " << n << ", pad " << pad;
     EXPECT_EQ(cu::gemm_stats().raw_block_map_launches - one_box_launches, one_box ? 1 : 0) << "n = " << n << ", pad " << pad;
     EXPECT_EQ(cu::gemm_stats().tma_store_launches - store_launches, n % 4 == 0 ? 1 : 0) << "n = " << n << ", pad " << pad;
@@ -879,13 +878,13 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   // Mirror zeros from empty items too: A Upper of 300 × 100 leaves the tile rows past k = 100 with
   // no k-range, so tile (1, 2) above the diagonal is empty and writes its mirror (2, 1) from the
   // same zero box. Under a Full mask nothing is mirrored.
-  GemmProblem short_k = square(300, upper, dense, OutputMask::Upper);
+  GemmProblem short_k = square(300, upper, dense, Structure::UpperTriangular);
   short_k.k = 100;
-  for (const GemmProblem& p : {short_k, square(300, dense, upper, OutputMask::Full)}) {
+  for (const GemmProblem& p : {short_k, square(300, dense, upper, Structure::Dense)}) {
     const int64_t launches = cu::gemm_stats().register_b_launches, mirror_launches = cu::gemm_stats().mirror_zero_launches;
     SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
     EXPECT_EQ(cu::gemm_stats().register_b_launches - launches, 1) << describe(p, sg::kFloat32);
-    EXPECT_EQ(cu::gemm_stats().mirror_zero_launches - mirror_launches, p.mask == OutputMask::Upper ? 1 : 0)
+    EXPECT_EQ(cu::gemm_stats().mirror_zero_launches - mirror_launches, p.mask == Structure::UpperTriangular ? 1 : 0)
         << describe(p, sg::kFloat32);
   }
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
@@ -944,29 +943,29 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseAHoldsItsZeros) {
   // Also a Symmetric A through its mirror copy. (Small enough for the sanitizers; the sizes of the
   // Auto rule are the next test's.)
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false};
+  const Variant dense{Structure::Dense, false}, upper{Structure::UpperTriangular, false}, lower{Structure::LowerTriangular, false};
   const ScopedTf32 tf32;
   const auto forced = cu::Choice::Always, off = cu::Choice::Never;
   std::vector<TallCase> cases;
   for (int64_t n : {300, 640, 1000}) {
-    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), forced, 0, true});  // Upper·Upper forward
-    cases.push_back({vouched(square(n, dense, upper, OutputMask::Full)), forced, 0, true});
-    cases.push_back({vouched(square(n, upper, dense, OutputMask::Full)), forced, 0, true});
-    cases.push_back({vouched(square(n, lower, upper, OutputMask::Full)), forced, 0, true});
-    cases.push_back({vouched(square(n, dense, lower, OutputMask::Upper)), forced, 0, true});
-    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper)), off, 0, false});
-    cases.push_back({square(n, upper, upper, OutputMask::Upper), forced, 0, false});  // not vouched
-    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper), true, false), forced, 0, true});  // B not
-    cases.push_back({vouched(square(n, dense, upper, OutputMask::Full), true, false), forced, 0, true});
-    cases.push_back({vouched(square(n, dense, lower, OutputMask::Upper), true, false), forced, 0, true});
-    cases.push_back({vouched(square(n, upper, upper, OutputMask::Upper), false, true), forced, 0, false});  // A not
+    cases.push_back({vouched(square(n, upper, upper, Structure::UpperTriangular)), forced, 0, true});  // Upper·Upper forward
+    cases.push_back({vouched(square(n, dense, upper, Structure::Dense)), forced, 0, true});
+    cases.push_back({vouched(square(n, upper, dense, Structure::Dense)), forced, 0, true});
+    cases.push_back({vouched(square(n, lower, upper, Structure::Dense)), forced, 0, true});
+    cases.push_back({vouched(square(n, dense, lower, Structure::UpperTriangular)), forced, 0, true});
+    cases.push_back({vouched(square(n, upper, upper, Structure::UpperTriangular)), off, 0, false});
+    cases.push_back({square(n, upper, upper, Structure::UpperTriangular), forced, 0, false});  // not vouched
+    cases.push_back({vouched(square(n, upper, upper, Structure::UpperTriangular), true, false), forced, 0, true});  // B not
+    cases.push_back({vouched(square(n, dense, upper, Structure::Dense), true, false), forced, 0, true});
+    cases.push_back({vouched(square(n, dense, lower, Structure::UpperTriangular), true, false), forced, 0, true});
+    cases.push_back({vouched(square(n, upper, upper, Structure::UpperTriangular), false, true), forced, 0, false});  // A not
   }
-  cases.push_back({vouched(square(302, upper, upper, OutputMask::Upper)), forced, 2, false});  // C rows unaligned
-  cases.push_back({vouched(square(300, upper, upper, OutputMask::Upper)), forced, 20, true});  // padded rows
-  GemmProblem rectangular = vouched(square(300, dense, upper, OutputMask::Full));
+  cases.push_back({vouched(square(302, upper, upper, Structure::UpperTriangular)), forced, 2, false});  // C rows unaligned
+  cases.push_back({vouched(square(300, upper, upper, Structure::UpperTriangular)), forced, 20, true});  // padded rows
+  GemmProblem rectangular = vouched(square(300, dense, upper, Structure::Dense));
   rectangular.m = 520;
   cases.push_back({rectangular, forced, 0, true});
-  GemmProblem short_k = vouched(square(520, upper, dense, OutputMask::Upper));
+  GemmProblem short_k = vouched(square(520, upper, dense, Structure::UpperTriangular));
   short_k.k = 300;
   cases.push_back({short_k, forced, 0, true});
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
@@ -977,11 +976,11 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseAHoldsItsZeros) {
   // A Symmetric A (unvouched) copied first: a mirror copy, which holds only the steps that are not
   // wholly in the stored triangle; those come from the storage, by a map with the kernel's 256-row
   // box. (The copy is poisoned: a step read from the wrong map fails.) B stays as it lies.
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant symmetric{Structure::Symmetric, false};
   set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
   set_option([&](cu::GemmOptions& o) { o.register_b = cu::Choice::Always; });
   std::vector<TallCase> mirrored;
-  for (int64_t n : {640, 1000}) mirrored.push_back({with_stored_zeros(square(n, symmetric, upper, OutputMask::Full)), forced, 0, true});
+  for (int64_t n : {640, 1000}) mirrored.push_back({with_stored_zeros(square(n, symmetric, upper, Structure::Dense)), forced, 0, true});
   const int64_t copies = cu::gemm_stats().mirror_copies;
   expect_tall_cases(mirrored, rng);
   EXPECT_EQ(cu::gemm_stats().mirror_copies - copies, 2);
@@ -1000,22 +999,22 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
   // written into its fragments), as Upper·Upper: at 4096, not at 2048.
   // Each product against the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false}, sym{OperandKind::Symmetric, false};
-  const Variant lower_t{OperandKind::Lower, true};  // dB's op(A) = Aᵀ of an Upper A
+  const Variant dense{Structure::Dense, false}, upper{Structure::UpperTriangular, false}, sym{Structure::Symmetric, false};
+  const Variant lower_t{Structure::LowerTriangular, true};  // dB's op(A) = Aᵀ of an Upper A
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Auto);
   const auto automatic = cu::Choice::Auto;
   const std::vector<TallCase> cases = {
-      {vouched(square(2048, upper, upper, OutputMask::Upper)), cu::Choice::Always, 0, true},
-      {vouched(square(2048, upper, upper, OutputMask::Upper)), automatic, 0, false},
-      {vouched(square(1024, dense, upper, OutputMask::Full)), automatic, 0, false},
-      {vouched(square(2048, dense, upper, OutputMask::Full)), automatic, 0, true},
-      {vouched(square(2048, upper, dense, OutputMask::Full)), automatic, 0, true},
-      {vouched(square(3072, upper, upper, OutputMask::Upper)), automatic, 0, true},
-      {vouched(square(4096, upper, upper, OutputMask::Upper)), automatic, 0, true},
-      {vouched(square(4096, dense, upper, OutputMask::Full)), automatic, 0, true},
-      {vouched(square(4096, upper, dense, OutputMask::Full)), automatic, 0, true},
-      {vouched(square(4096, lower_t, upper, OutputMask::Upper), true, false), automatic, 0, true},  // dB
-      {vouched(square(2048, lower_t, upper, OutputMask::Upper), true, false), automatic, 0, false}};
+      {vouched(square(2048, upper, upper, Structure::UpperTriangular)), cu::Choice::Always, 0, true},
+      {vouched(square(2048, upper, upper, Structure::UpperTriangular)), automatic, 0, false},
+      {vouched(square(1024, dense, upper, Structure::Dense)), automatic, 0, false},
+      {vouched(square(2048, dense, upper, Structure::Dense)), automatic, 0, true},
+      {vouched(square(2048, upper, dense, Structure::Dense)), automatic, 0, true},
+      {vouched(square(3072, upper, upper, Structure::UpperTriangular)), automatic, 0, true},
+      {vouched(square(4096, upper, upper, Structure::UpperTriangular)), automatic, 0, true},
+      {vouched(square(4096, dense, upper, Structure::Dense)), automatic, 0, true},
+      {vouched(square(4096, upper, dense, Structure::Dense)), automatic, 0, true},
+      {vouched(square(4096, lower_t, upper, Structure::UpperTriangular), true, false), automatic, 0, true},  // dB
+      {vouched(square(2048, lower_t, upper, Structure::UpperTriangular), true, false), automatic, 0, false}};
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
@@ -1030,12 +1029,12 @@ TEST(CudaGemmTall, AutoTakesDenseTimesTriangularFromOneTilePerTwoSmsAndUpperTime
       {2048, cu::Choice::Never, false, 1}};
   for (const auto& [n, setting, tall, copies] : sym_dense) {
     const int64_t relaid = cu::gemm_stats().operand_copies;
-    expect_tall_cases({{vouched(square(n, sym, dense, OutputMask::Full)), setting, 0, tall}}, rng);
+    expect_tall_cases({{vouched(square(n, sym, dense, Structure::Dense)), setting, 0, tall}}, rng);
     EXPECT_EQ(cu::gemm_stats().operand_copies - relaid, copies) << "Sym·Dense, mirror stored, n = " << n;
   }
   // Past kTallForCopyRows rows (a Dense·Dense product of the detail API would go to cuBLAS, so a
   // Sym·Dense of 4352 rows and 512 columns: 68 tiles, enough for the tall kernel's Auto rule).
-  GemmProblem many_rows = vouched(square(4352, sym, dense, OutputMask::Full));
+  GemmProblem many_rows = vouched(square(4352, sym, dense, Structure::Dense));
   many_rows.n = 512;
   const int64_t relaid = cu::gemm_stats().operand_copies;
   expect_tall_cases({{many_rows, automatic, 0, false}}, rng);
@@ -1176,7 +1175,7 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
   // plan has tiles in two chunks (checked on the plans).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "these kernels serve the wgmma loop, which this device or build does not run";
-  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
+  const Variant dense{Structure::Dense, false}, upper{Structure::UpperTriangular, false};
   const ScopedTf32 tf32;
   set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
   int sms = 0;
@@ -1185,9 +1184,9 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
     GemmProblem p;
     bool tall;
   };
-  const std::vector<Case> cases = {{with_stored_zeros(square(1000, dense, upper, OutputMask::Full)), true},
-                                   {with_stored_zeros(square(1000, upper, upper, OutputMask::Upper)), true},
-                                   {with_stored_zeros(square(2048, upper, upper, OutputMask::Upper)), false}};
+  const std::vector<Case> cases = {{with_stored_zeros(square(1000, dense, upper, Structure::Dense)), true},
+                                   {with_stored_zeros(square(1000, upper, upper, Structure::UpperTriangular)), true},
+                                   {with_stored_zeros(square(2048, upper, upper, Structure::UpperTriangular)), false}};
   std::mt19937_64 rng(29);
   for (const Case& c : cases) {
     GemmProblem p = c.p;
@@ -1258,21 +1257,21 @@ TEST(CudaGemmZerosStored, TriangularOperandsWithStoredZerosMatchTheReference) {
   // for dB at 2048 in TF32), against the reference; also the zero tiles of the Upper mask,
   // written apart from the accumulators (NaN-poisoned C).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower{Structure::LowerTriangular, false}, lower_t{Structure::LowerTriangular, true};
   const ScopedTf32 restore_defaults_at_end;
   std::mt19937_64 rng(17);
   for (const LoopMode& mode : loop_modes()) {
     SCOPED_TRACE(mode.name);
     use(mode);
     for (int64_t n : {300, 640, 1024, 2048}) {
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, upper, OutputMask::Upper), true, true), mode.dtype, rng);
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), mode.dtype, rng);
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, lower_t, upper, OutputMask::Upper), true, false), mode.dtype, rng);
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, upper, OutputMask::Full), false, true), mode.dtype, rng);
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense_t, upper, OutputMask::Upper), false, true), mode.dtype, rng);
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, lower, OutputMask::Full), false, true), mode.dtype, rng);
-      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, dense_t, OutputMask::Upper), true, false), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, upper, Structure::UpperTriangular), true, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, lower_t, Structure::UpperTriangular), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, lower_t, upper, Structure::UpperTriangular), true, false), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, upper, Structure::Dense), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense_t, upper, Structure::UpperTriangular), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, dense, lower, Structure::Dense), false, true), mode.dtype, rng);
+      SG_EXPECT_PRODUCT(kCuda0, vouched(square(n, upper, dense_t, Structure::UpperTriangular), true, false), mode.dtype, rng);
     }
   }
 }
@@ -1285,9 +1284,9 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
   // the lower triangle (random values there) and copy as before. Every product, vouched or not,
   // against the reference with C poisoned; edge tiles (300, 1000), and 2048.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   const ScopedTf32 restore_defaults_at_end;
   // The triangular operands always hold their zeros; the Symmetric ones' mirrors vouched for or not.
   auto with_mirrors = [](GemmProblem p, bool on) { return on ? vouched(p) : with_stored_zeros(p); };
@@ -1301,18 +1300,18 @@ TEST(CudaGemmStoredMirrors, SymmetricOperandsWithTheirMirrorStoredRunAsDense) {
     const bool dmma = mode.loop == cu::Fp32Loop::Dmma;
     for (int64_t n : {300, 1000, 2048}) {
       for (bool on : {true, false}) {
-        for (const GemmProblem& p : {square(n, symmetric, symmetric, OutputMask::Full),
-                                     square(n, symmetric, dense, OutputMask::Full),
-                                     square(n, dense, symmetric, OutputMask::Full),
-                                     square(n, symmetric, upper, OutputMask::Full),
-                                     square(n, lower_t, symmetric, OutputMask::Full),
-                                     square(n, symmetric, symmetric, OutputMask::Symmetric),
-                                     square(n, dense_t, symmetric, OutputMask::Upper)}) {
+        for (const GemmProblem& p : {square(n, symmetric, symmetric, Structure::Dense),
+                                     square(n, symmetric, dense, Structure::Dense),
+                                     square(n, dense, symmetric, Structure::Dense),
+                                     square(n, symmetric, upper, Structure::Dense),
+                                     square(n, lower_t, symmetric, Structure::Dense),
+                                     square(n, symmetric, symmetric, Structure::Symmetric),
+                                     square(n, dense_t, symmetric, Structure::UpperTriangular)}) {
           SG_EXPECT_PRODUCT(kCuda0, with_mirrors(p, on), mode.dtype, rng);
           ++ran;
         }
         // Sym·Sym: the copies the Symmetric operands take unvouched, none vouched.
-        const GemmProblem sym_sym = with_mirrors(square(n, symmetric, symmetric, OutputMask::Full), on);
+        const GemmProblem sym_sym = with_mirrors(square(n, symmetric, symmetric, Structure::Dense), on);
         const int64_t copies = cu::gemm_stats().operand_copies, wide = cu::gemm_stats().wide_launches;
         SG_EXPECT_PRODUCT(kCuda0, sym_sym, mode.dtype, rng);
         const int64_t copied = wgmma ? 2 : dmma && n >= 1024 ? 2 : 0;
@@ -1361,9 +1360,9 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   // (k-major and Symmetric ones), only on the default wgmma loop, and only when on; each
   // product still matches the reference.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   const ScopedTf32 tf32;
   struct Case {
     GemmProblem p;
@@ -1371,12 +1370,12 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   };
   const int64_t n = 300;
   const Case cases[] = {
-      {square(n, upper, upper, OutputMask::Upper), 1},      // B k-major
-      {square(n, lower_t, upper, OutputMask::Upper), 2},    // dB = triu(Aᵀ·G): both k-major
-      {square(n, upper, lower_t, OutputMask::Upper), 0},    // dA = triu(G·Bᵀ): both outer-major
-      {square(n, symmetric, symmetric, OutputMask::Full), 2},
-      {square(n, symmetric, dense, OutputMask::Full), 2},
-      {square(n, dense, dense_t, OutputMask::Upper), 0},    // gram
+      {square(n, upper, upper, Structure::UpperTriangular), 1},      // B k-major
+      {square(n, lower_t, upper, Structure::UpperTriangular), 2},    // dB = triu(Aᵀ·G): both k-major
+      {square(n, upper, lower_t, Structure::UpperTriangular), 0},    // dA = triu(G·Bᵀ): both outer-major
+      {square(n, symmetric, symmetric, Structure::Dense), 2},
+      {square(n, symmetric, dense, Structure::Dense), 2},
+      {square(n, dense, dense_t, Structure::UpperTriangular), 0},    // gram
   };
   if (!wgmma_loop_runs()) GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(9);
@@ -1389,7 +1388,7 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
         SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
         const bool on = setting == cu::Choice::Always && loop == cu::Tf32Loop::Auto;
         EXPECT_EQ(cu::gemm_stats().operand_copies - before, on ? c.copies : 0)
-            << kind_name(c.p.a.kind) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.kind)
+            << kind_name(c.p.a.structure) << (c.p.a.trans ? "ᵀ" : "") << "·" << kind_name(c.p.b.structure)
             << (c.p.b.trans ? "ᵀ" : "") << ", relayout " << (on ? "on" : "off");
       }
     }
@@ -1407,8 +1406,8 @@ TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
   // default loop and on WgmmaBarrierPerStep. Sizes with whole tiles only (1024) and with a partial
   // last tile and k-step (300, 1000). Unaligned rows (pad 1) take the whole copy as before.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, upper{OperandKind::Upper, false};
-  const Variant symmetric{OperandKind::Symmetric, false}, symmetric_t{OperandKind::Symmetric, true};
+  const Variant dense{Structure::Dense, false}, upper{Structure::UpperTriangular, false};
+  const Variant symmetric{Structure::Symmetric, false}, symmetric_t{Structure::Symmetric, true};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Always);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "relayout serves the wgmma loop, which this device or build does not run";
   struct Case {
@@ -1419,12 +1418,12 @@ TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
   std::mt19937_64 rng(23);
   for (int64_t n : {300, 1000, 1024}) {
     const Case cases[] = {
-        {square(n, symmetric, symmetric, OutputMask::Full), 2, cu::Choice::Auto},
-        {square(n, symmetric, dense, OutputMask::Full), 1, cu::Choice::Auto},
-        {square(n, dense, symmetric_t, OutputMask::Full), 1, cu::Choice::Auto},
-        {square(n, symmetric, upper, OutputMask::Full), 1, cu::Choice::Auto},    // pipelined (B copied)
-        {square(n, symmetric, upper, OutputMask::Full), 1, cu::Choice::Always},  // register-B
-        {square(n, upper, symmetric, OutputMask::Full), 1, cu::Choice::Auto},
+        {square(n, symmetric, symmetric, Structure::Dense), 2, cu::Choice::Auto},
+        {square(n, symmetric, dense, Structure::Dense), 1, cu::Choice::Auto},
+        {square(n, dense, symmetric_t, Structure::Dense), 1, cu::Choice::Auto},
+        {square(n, symmetric, upper, Structure::Dense), 1, cu::Choice::Auto},    // pipelined (B copied)
+        {square(n, symmetric, upper, Structure::Dense), 1, cu::Choice::Always},  // register-B
+        {square(n, upper, symmetric, Structure::Dense), 1, cu::Choice::Auto},
     };
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
       set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
@@ -1456,9 +1455,9 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   // that is not whole (k = 40, 300), tiles wholly below the diagonal (zeros under Upper, skipped
   // under Symmetric), and a rectangular product.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
-  const Variant symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
+  const Variant symmetric{Structure::Symmetric, false};
   const ScopedTf32 tf32;
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   struct Case {
@@ -1468,23 +1467,23 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   };
   std::vector<Case> cases;
   for (int64_t n : {300, 640}) {
-    cases.push_back({square(n, dense, dense_t, OutputMask::Upper), cu::Choice::Never, true});  // gram
-    cases.push_back({square(n, dense, dense_t, OutputMask::Symmetric), cu::Choice::Never, true});
-    cases.push_back({square(n, symmetric, symmetric, OutputMask::Full), cu::Choice::Always, true});
-    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::Choice::Always, true});
-    cases.push_back({square(n, dense, symmetric, OutputMask::Full), cu::Choice::Always, true});
-    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), cu::Choice::Never, false});  // triangular
-    cases.push_back({square(n, dense, dense_t, OutputMask::Full), cu::Choice::Never, false});   // cuBLAS
-    cases.push_back({square(n, symmetric, dense, OutputMask::Full), cu::Choice::Never, false});  // raw copies
+    cases.push_back({square(n, dense, dense_t, Structure::UpperTriangular), cu::Choice::Never, true});  // gram
+    cases.push_back({square(n, dense, dense_t, Structure::Symmetric), cu::Choice::Never, true});
+    cases.push_back({square(n, symmetric, symmetric, Structure::Dense), cu::Choice::Always, true});
+    cases.push_back({square(n, symmetric, dense, Structure::Dense), cu::Choice::Always, true});
+    cases.push_back({square(n, dense, symmetric, Structure::Dense), cu::Choice::Always, true});
+    cases.push_back({square(n, upper, lower_t, Structure::UpperTriangular), cu::Choice::Never, false});  // triangular
+    cases.push_back({square(n, dense, dense_t, Structure::Dense), cu::Choice::Never, false});   // cuBLAS
+    cases.push_back({square(n, symmetric, dense, Structure::Dense), cu::Choice::Never, false});  // raw copies
   }
-  GemmProblem short_k = square(640, dense, dense_t, OutputMask::Upper);
+  GemmProblem short_k = square(640, dense, dense_t, Structure::UpperTriangular);
   short_k.k = 40;
   cases.push_back({short_k, cu::Choice::Never, true});
-  GemmProblem rectangular = square(300, symmetric, dense, OutputMask::Full);
+  GemmProblem rectangular = square(300, symmetric, dense, Structure::Dense);
   rectangular.n = 520;
   cases.push_back({rectangular, cu::Choice::Always, true});
   // Rows of 302 floats are not 16-byte aligned: no direct copies, so not the wide kernel.
-  cases.push_back({square(302, dense, dense_t, OutputMask::Upper), cu::Choice::Never, false});
+  cases.push_back({square(302, dense, dense_t, Structure::UpperTriangular), cu::Choice::Never, false});
   std::mt19937_64 rng(12);
   set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
   for (bool tma_store : {true, false}) {
@@ -1500,7 +1499,7 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
         // By TMA stores wherever the wide kernel runs and C takes them: a mask other than Symmetric
         // (whose mirror the accumulators' own stores write); C's rows are aligned wherever the
         // operands' are, and the wide kernel needs those.
-        const bool stores = wide && tma_store && c.p.mask != OutputMask::Symmetric;
+        const bool stores = wide && tma_store && c.p.mask != Structure::Symmetric;
         EXPECT_EQ(cu::gemm_stats().wide_tma_store_launches - stores_before, stores ? 1 : 0) << describe(c.p, sg::kFloat32);
       }
     }
@@ -1517,18 +1516,18 @@ TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) 
   // chunks meet in C as fl(P0 + P1) whichever ends first). With the 4-byte stores the plan without
   // split tiles runs instead.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, symmetric{OperandKind::Symmetric, false};
+  const Variant dense{Structure::Dense, false}, symmetric{Structure::Symmetric, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Always);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  GemmProblem p = square(300, dense, symmetric, OutputMask::Full);
+  GemmProblem p = square(300, dense, symmetric, Structure::Dense);
   p.m = 128 * (sms + sms / 4);
   p.tf32 = true;
   set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
   set_option([&](cu::GemmOptions& o) { o.wide_split = cu::Choice::Always; });
   GemmProblem planned = p;  // the wide kernel's problem: both operands outer-major Dense
-  planned.b = {OperandKind::Dense, true};
+  planned.b = {Structure::Dense, true};
   ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::Choice::Always).split_tiles, 0) << describe(p, sg::kFloat32);
   std::mt19937_64 rng(31);
   for (bool tma_store : {true, false}) {
@@ -1561,13 +1560,13 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRound
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   std::mt19937_64 rng(13);
   int wide = 0;
-  for (auto [n, mask] : std::vector<std::pair<int64_t, OutputMask>>{
-           {2560, OutputMask::Symmetric}, {4000, OutputMask::Symmetric}, {2560, OutputMask::Upper}}) {
-    GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
+  for (auto [n, mask] : std::vector<std::pair<int64_t, Structure>>{
+           {2560, Structure::Symmetric}, {4000, Structure::Symmetric}, {2560, Structure::UpperTriangular}}) {
+    GemmProblem p = square(n, {Structure::Dense, false}, {Structure::Dense, true}, mask);
     p.k = 100;
     const size_t items = cu::wide_tile_items(p).size();
     const size_t rounds = (items + sms - 1) / sms;
-    const bool expected = mask != OutputMask::Upper && 10 * items >= 8 * rounds * static_cast<size_t>(sms);
+    const bool expected = mask != Structure::UpperTriangular && 10 * items >= 8 * rounds * static_cast<size_t>(sms);
     const int64_t before = cu::gemm_stats().wide_launches;
     SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
     EXPECT_EQ(cu::gemm_stats().wide_launches - before, expected ? 1 : 0)
@@ -1576,10 +1575,10 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRound
   }
   if (sms == 132) EXPECT_EQ(wide, 1) << "on an H100 SXM, the Symmetric product at 2560 only";
   set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
-  GemmProblem p = square(300, {OperandKind::Dense, false}, {OperandKind::Symmetric, false}, OutputMask::Full);
+  GemmProblem p = square(300, {Structure::Dense, false}, {Structure::Symmetric, false}, Structure::Dense);
   p.m = 128 * (sms + sms / 10);
   GemmProblem planned = p;  // as the wide kernel gets it: B relaid, outer-major Dense
-  planned.b = {OperandKind::Dense, true};
+  planned.b = {Structure::Dense, true};
   const size_t items = cu::wide_tile_items(planned).size(), rounds = (items + sms - 1) / sms;
   EXPECT_LT(10 * items, 8 * rounds * static_cast<size_t>(sms)) << items << " items on " << sms << " SMs";
   ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::Choice::Auto).split_tiles, 0) << items << " items on " << sms << " SMs";
@@ -1600,8 +1599,8 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
   // Not taken: a B that does not hold its zeros, the kernel turned off. Each against the reference.
   // (Small enough for the sanitizers; Auto's sizes are the next test's.)
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false};
-  const Variant lower{OperandKind::Lower, false}, lower_t{OperandKind::Lower, true};
+  const Variant dense_t{Structure::Dense, true}, upper{Structure::UpperTriangular, false};
+  const Variant lower{Structure::LowerTriangular, false}, lower_t{Structure::LowerTriangular, true};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   struct Case {
@@ -1612,12 +1611,12 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
   const auto forced = cu::Choice::Always;
   std::vector<Case> cases;
   for (int64_t n : {300, 640, 1000}) {
-    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper), false, true), forced, true});  // dA
-    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper)), forced, true});
-    cases.push_back({square(n, upper, dense_t, OutputMask::Full), forced, true});  // A's zeros not stored
-    cases.push_back({square(n, lower, dense_t, OutputMask::Full), forced, true});
-    cases.push_back({square(n, upper, lower_t, OutputMask::Upper), forced, false});  // B's zeros not stored
-    cases.push_back({vouched(square(n, upper, lower_t, OutputMask::Upper)), cu::Choice::Never, false});
+    cases.push_back({vouched(square(n, upper, lower_t, Structure::UpperTriangular), false, true), forced, true});  // dA
+    cases.push_back({vouched(square(n, upper, lower_t, Structure::UpperTriangular)), forced, true});
+    cases.push_back({square(n, upper, dense_t, Structure::Dense), forced, true});  // A's zeros not stored
+    cases.push_back({square(n, lower, dense_t, Structure::Dense), forced, true});
+    cases.push_back({square(n, upper, lower_t, Structure::UpperTriangular), forced, false});  // B's zeros not stored
+    cases.push_back({vouched(square(n, upper, lower_t, Structure::UpperTriangular)), cu::Choice::Never, false});
   }
   std::mt19937_64 rng(41);
   for (const Case& c : cases) {
@@ -1638,7 +1637,7 @@ TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
   // of them in C's last columns), the operands' rows padded to 16 bytes too; Upper·Dense is the
   // tall kernel's, Upper·Denseᵀ the wide kernel's structured schedule, both forced on.
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true}, upper{Structure::UpperTriangular, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
   set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Always; });
@@ -1646,7 +1645,7 @@ TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
   std::mt19937_64 rng(53);
   for (int64_t n : {522, 520}) {
     for (bool wide : {false, true}) {
-      GemmProblem p = vouched(square(n, upper, wide ? dense_t : dense, OutputMask::Upper));
+      GemmProblem p = vouched(square(n, upper, wide ? dense_t : dense, Structure::UpperTriangular));
       p.k = n == 522 ? 302 : 300;
       const int64_t pad = n == 522 ? 2 : 4, c_pad = pad;  // every row 16-byte aligned
       const int64_t tall = cu::gemm_stats().tall_launches, wide_launches = cu::gemm_stats().wide_structured_launches;
@@ -1680,7 +1679,7 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
   // same products on neither kernel, right everywhere (+0 or the sentinel below the diagonal; the
   // next test holds those kernels to exactly their plans' tiles).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(59);
@@ -1690,8 +1689,8 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
     for (int64_t n : {1000, 520}) {
       for (bool wide : {false, true}) {
         for (bool zeros : {false, true}) {
-          GemmProblem p = wide ? vouched(square(n, upper, lower_t, OutputMask::Upper), false, true)
-                               : vouched(square(n, upper, upper, OutputMask::Upper));
+          GemmProblem p = wide ? vouched(square(n, upper, lower_t, Structure::UpperTriangular), false, true)
+                               : vouched(square(n, upper, upper, Structure::UpperTriangular));
           p.c_zeros_stored = zeros;
           const int64_t tall = cu::gemm_stats().tall_launches, wide_launches = cu::gemm_stats().wide_structured_launches;
           const Checked checked = run_and_compare(kCuda0, p, sg::kFloat32, rng);
@@ -1721,7 +1720,7 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
   // flag; everything else against float64. Upper·Upper at 1000 and 520 (edge tiles), each loop the
   // device runs (the plan says which config ran: the FP64 loop falls back to FFMA where it cannot).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant upper{OperandKind::Upper, false};
+  const Variant upper{Structure::UpperTriangular, false};
   struct Loop {
     const char* name;
     sg::DType dtype;
@@ -1755,7 +1754,7 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
     set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Never; });
     for (int64_t n : {1000, 520}) {
       for (bool zeros : {false, true}) {
-        GemmProblem p = vouched(square(n, upper, upper, OutputMask::Upper));
+        GemmProblem p = vouched(square(n, upper, upper, Structure::UpperTriangular));
         p.c_zeros_stored = zeros;
         GemmProblem planned = p;  // (run_and_compare sets the leading dimensions itself)
         planned.lda = planned.ldb = planned.ldc = n;
@@ -1885,7 +1884,7 @@ TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms
   // at 2048 (128 tiles), not at 1024 (32). Each against the reference. dA at 4096, whose plan
   // splits tiles, gives the same bits in eight launches (the chunks meet in C in either order).
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
-  const Variant dense_t{OperandKind::Dense, true}, upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true};
+  const Variant dense_t{Structure::Dense, true}, upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the wide kernel serves the wgmma loop, which this device or build does not run";
   struct Case {
@@ -1899,11 +1898,11 @@ TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms
                     "at 2048: 128), this device has "
                  << sms;
   std::mt19937_64 rng(43);
-  const GemmProblem da = vouched(square(4096, upper, lower_t, OutputMask::Upper), false, true);
+  const GemmProblem da = vouched(square(4096, upper, lower_t, Structure::UpperTriangular), false, true);
   const std::vector<Case> cases = {{da, true},
-                                   {vouched(square(2048, upper, lower_t, OutputMask::Upper), false, true), false},
-                                   {square(2048, upper, dense_t, OutputMask::Full), true},
-                                   {square(1024, upper, dense_t, OutputMask::Full), false}};
+                                   {vouched(square(2048, upper, lower_t, Structure::UpperTriangular), false, true), false},
+                                   {square(2048, upper, dense_t, Structure::Dense), true},
+                                   {square(1024, upper, dense_t, Structure::Dense), false}};
   for (const Case& c : cases) {
     const int64_t before = cu::gemm_stats().wide_structured_launches;
     SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);

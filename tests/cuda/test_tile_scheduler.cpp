@@ -22,9 +22,8 @@ namespace cu = sg::detail::cuda;
 using namespace sgtest::gemm;
 using cu::GemmTileConfig;
 using cu::GemmWorkPlan;
+using sg::Structure;
 using sg::detail::GemmProblem;
-using sg::detail::OperandKind;
-using sg::detail::OutputMask;
 
 using sg::detail::cuda::GemmSchedule;
 using sg::detail::cuda::GemmWorkItem;
@@ -50,11 +49,11 @@ TEST(TileScheduler, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
                                 GemmTileConfig::Float32Dmma, GemmTileConfig::Float64Dmma}) {
     for (int64_t n : {1, 129, 1000, 4096})
     for (const GemmProblem& p :
-         {square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper),
-          square(n, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full),
-          square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper),
-          zeros_stored(square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper)),
-          zeros_stored(square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Upper))}) {
+         {square(n, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular),
+          square(n, {Structure::Symmetric, false}, {Structure::Dense, false}, Structure::Dense),
+          square(n, {Structure::Dense, false}, {Structure::Dense, true}, Structure::UpperTriangular),
+          zeros_stored(square(n, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular)),
+          zeros_stored(square(n, {Structure::Dense, false}, {Structure::Dense, true}, Structure::UpperTriangular))}) {
       const GemmWorkPlan plan = plan_structured_gemm(p, config, 132 * 2, 2);
       const int64_t tiles = (n + plan.tile - 1) / plan.tile;
       // Per tile: its chunks, in k order, must tile [k_begin, k_end) of structured_k_range.
@@ -73,8 +72,8 @@ TEST(TileScheduler, ItemsCoverEveryTileExactlyOnceWithContiguousChunks) {
             continue;
           }
           ASSERT_FALSE(chunks.empty()) << "tile (" << ti << ", " << tj << ") has no item (it must write its zeros)";
-          auto range = sg::detail::structured_k_range(p.a.kind, p.b.kind, row0, row1, col0, col1, n);
-          if (p.mask == OutputMask::Upper && row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
+          auto range = sg::detail::structured_k_range(p, row0, row1, col0, col1);
+          if (p.mask == Structure::UpperTriangular && row0 >= col1) range.end = range.begin;  // below the diagonal: zeros only
           int64_t k = range.end > range.begin ? range.begin : 0;
           for (size_t c = 0; c < chunks.size(); ++c) {
             ASSERT_EQ(chunks[c]->chunk, static_cast<int>(c));
@@ -118,12 +117,12 @@ TEST(TileScheduler, PlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZerosAndK
   // c_zeros_stored under an Upper mask: the plan is the one made without it, in the same order and
   // with the same splits, counters and partial slots, less the items of the tiles wholly below the
   // diagonal (of which there are some wherever the grid has more than one tile row).
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
   for (GemmTileConfig config : {GemmTileConfig::Float32Large, GemmTileConfig::Float32Small, GemmTileConfig::Float64,
                                 GemmTileConfig::Float32Tf32, GemmTileConfig::Float32Tf32Wgmma,
                                 GemmTileConfig::Float32Dmma, GemmTileConfig::Float64Dmma}) {
     for (int64_t n : {129, 1000, 2048, 4096}) {
-      for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, dense_t, OutputMask::Upper)}) {
+      for (GemmProblem p : {square(n, upper, upper, Structure::UpperTriangular), square(n, dense, dense_t, Structure::UpperTriangular)}) {
         const std::string what = std::string(sg::detail::cuda::tile_config_name(config)) + ", " + describe(p, sg::kFloat32);
         const GemmWorkPlan plain = plan_structured_gemm(p, config, 132 * 2, 2);
         p.c_zeros_stored = true;
@@ -160,10 +159,10 @@ TEST(TileScheduler, WideItemsCoverTheOutputOnceInGroupsOfSixteenRows) {
   // in exactly one item. 2500 (20 tile rows: a group of 16 and one of 4), 4000 and 8192 have
   // several groups.
   for (int64_t n : {1, 129, 300, 640, 2500, 4000, 8192}) {
-    for (OutputMask mask : {OutputMask::Full, OutputMask::Upper, OutputMask::Symmetric}) {
-      GemmProblem p = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, mask);
+    for (Structure mask : {Structure::Dense, Structure::UpperTriangular, Structure::Symmetric}) {
+      GemmProblem p = square(n, {Structure::Dense, false}, {Structure::Dense, true}, mask);
       p.k = 77;
-      if (mask == OutputMask::Full) p.n = n + 300;  // rectangular
+      if (mask == Structure::Dense) p.n = n + 300;  // rectangular
       const std::vector<GemmWorkItem> items = sg::detail::cuda::wide_tile_items(p);
       const int64_t rows = (p.m + 127) / 128, cols = (p.n + 255) / 256;
       std::vector<int> covered(static_cast<size_t>(rows * cols), 0);
@@ -182,15 +181,15 @@ TEST(TileScheduler, WideItemsCoverTheOutputOnceInGroupsOfSixteenRows) {
         ++covered[static_cast<size_t>(index)];
         const bool below = item.tile_row * 128 > std::min<int64_t>(p.n, (item.tile_col + 1) * 256) - 1;
         EXPECT_EQ(item.k_begin, 0);
-        EXPECT_EQ(item.k_end, below && mask == OutputMask::Upper ? 0 : p.k)
+        EXPECT_EQ(item.k_end, below && mask == Structure::UpperTriangular ? 0 : p.k)
             << "tile (" << item.tile_row << ", " << item.tile_col << ")";
         EXPECT_EQ(item.chunk_count, 1);
-        EXPECT_FALSE(below && mask == OutputMask::Symmetric);
+        EXPECT_FALSE(below && mask == Structure::Symmetric);
       }
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
           const bool below = i * 128 > std::min<int64_t>(p.n, (j + 1) * 256) - 1;
-          EXPECT_EQ(covered[static_cast<size_t>(i * cols + j)], below && mask == OutputMask::Symmetric ? 0 : 1)
+          EXPECT_EQ(covered[static_cast<size_t>(i * cols + j)], below && mask == Structure::Symmetric ? 0 : 1)
               << "n = " << n << ", mask " << mask_name(mask) << ", tile (" << i << ", " << j << ")";
         }
     }
@@ -209,27 +208,27 @@ TEST(TileScheduler, WidePlansCutTheLastRoundsTilesOnceAndDealTheirTails) {
   // tiles, one round), not where the rounds are full (4096 on 128 blocks), not under an Upper mask
   // (tiles of zeros) even when forced. 21120 × 300 with k = 300: an odd last k-step, two tile
   // columns.
-  const Variant dense{OperandKind::Dense, false}, dense_t{OperandKind::Dense, true};
+  const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
   struct Case {
     GemmProblem p;
     int sms;
     bool auto_splits, can_split;
   };
-  auto product = [&](int64_t m, int64_t n, int64_t k, OutputMask mask) {
+  auto product = [&](int64_t m, int64_t n, int64_t k, Structure mask) {
     GemmProblem p = square(m, dense, dense_t, mask);
     p.n = n;
     p.k = k;
     return p;
   };
   const std::vector<Case> cases = {
-      {product(4096, 4096, 4096, OutputMask::Full), 132, false, true},
-      {product(8192, 8192, 8192, OutputMask::Full), 132, true, true},
-      {product(3072, 3072, 3072, OutputMask::Full), 132, true, true},
-      {product(2048, 2048, 2048, OutputMask::Full), 132, false, false},
-      {product(4096, 4096, 4096, OutputMask::Full), 128, false, false},
-      {product(4096, 4096, 4096, OutputMask::Upper), 132, false, false},
-      {product(4096, 4096, 4096, OutputMask::Symmetric), 132, true, true},  // 272 tiles on or above the diagonal
-      {product(128 * 165, 300, 300, OutputMask::Full), 132, true, true},
+      {product(4096, 4096, 4096, Structure::Dense), 132, false, true},
+      {product(8192, 8192, 8192, Structure::Dense), 132, true, true},
+      {product(3072, 3072, 3072, Structure::Dense), 132, true, true},
+      {product(2048, 2048, 2048, Structure::Dense), 132, false, false},
+      {product(4096, 4096, 4096, Structure::Dense), 128, false, false},
+      {product(4096, 4096, 4096, Structure::UpperTriangular), 132, false, false},
+      {product(4096, 4096, 4096, Structure::Symmetric), 132, true, true},  // 272 tiles on or above the diagonal
+      {product(128 * 165, 300, 300, Structure::Dense), 132, true, true},
   };
   for (const Case& c : cases) {
     const std::vector<GemmWorkItem> tiles = cu::wide_tile_items(c.p);
@@ -317,7 +316,7 @@ TEST(TileScheduler, FewEqualTilesAreSplitEvenlyIntoOneWave) {
   // Sym·Dense at N = 1024 on 128 tiles: 64 equal tiles for 264 slots. The guided split left 332
   // items (a ragged second wave); the even split cuts every tile into 4 chunks: 256 items, one
   // wave, and a shorter modelled makespan.
-  const GemmProblem p = square(1024, {OperandKind::Symmetric, false}, {OperandKind::Dense, false}, OutputMask::Full);
+  const GemmProblem p = square(1024, {Structure::Symmetric, false}, {Structure::Dense, false}, Structure::Dense);
   const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2);
   EXPECT_EQ(plan.items.size(), 256u) << plan.summary();
   for (const auto& item : plan.items) EXPECT_EQ(item.chunk_count, 4);
@@ -345,11 +344,11 @@ TEST(TileScheduler, WgmmaPlansRunTilesInSharedPanelOrderAndSplitTheLateOnes) {
   // start at the same k of A's row panel), heaviest first among equal first k, the empty tiles
   // last; a split tile's chunks together at its place, in k order, covering its k-range once.
   // Forward, dA = triu(G·Bᵀ), dB = triu(Aᵀ·G) (both k-major) and Dense·Upper, at 2048 and 4096.
-  const Variant upper{OperandKind::Upper, false}, upper_t{OperandKind::Upper, true};
-  const Variant lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
+  const Variant upper{Structure::UpperTriangular, false}, upper_t{Structure::UpperTriangular, true};
+  const Variant lower_t{Structure::LowerTriangular, true}, dense{Structure::Dense, false};
   for (int64_t n : {2048, 4096}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper_t, OutputMask::Upper),
-                                 square(n, lower_t, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full)}) {
+    for (const GemmProblem& p : {square(n, upper, upper, Structure::UpperTriangular), square(n, dense, upper_t, Structure::UpperTriangular),
+                                 square(n, lower_t, upper, Structure::UpperTriangular), square(n, dense, upper, Structure::Dense)}) {
       const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
       const std::string what = describe(p, sg::kFloat32) + ": " + plan.summary();
       struct Tile {
@@ -387,7 +386,7 @@ TEST(TileScheduler, WgmmaPlansRunTilesInSharedPanelOrderAndSplitTheLateOnes) {
   // Upper·Upper's forward at 4096: in that order its long tiles of the middle rows would start
   // late and set the makespan; the split brings the model's makespan well under the unsplit one.
   // At 8192 the unsplit order is within 2 % of the mean load already: nothing is split.
-  const GemmProblem fwd = square(4096, upper, upper, OutputMask::Upper);
+  const GemmProblem fwd = square(4096, upper, upper, Structure::UpperTriangular);
   const GemmWorkPlan plan = plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
   const GemmWorkPlan whole =
       plan_structured_gemm(fwd, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2, GemmSchedule::HeaviestFirst);
@@ -395,7 +394,7 @@ TEST(TileScheduler, WgmmaPlansRunTilesInSharedPanelOrderAndSplitTheLateOnes) {
   EXPECT_EQ(whole.split_tiles, 0) << whole.summary();
   EXPECT_LT(plan.estimated_cycles, 0.9 * whole.estimated_cycles) << plan.summary() << " against " << whole.summary();
   EXPECT_GE(plan.useful_cycles / plan.estimated_cycles, 0.9) << plan.summary();
-  EXPECT_EQ(plan_structured_gemm(square(8192, upper, upper, OutputMask::Upper), GemmTileConfig::Float32Tf32Wgmma,
+  EXPECT_EQ(plan_structured_gemm(square(8192, upper, upper, Structure::UpperTriangular), GemmTileConfig::Float32Tf32Wgmma,
                                  132 * 2, 2)
                 .split_tiles,
             0);
@@ -406,10 +405,10 @@ TEST(TileScheduler, MirrorZerosDropTheTilesBelowTheDiagonal) {
   // diagonal (each of them empty), and the first chunk of every tile above it marked to write its
   // mirror's zeros, so each tile below is written exactly once. Upper·Upper's forward, dA and dB,
   // with edge tiles (300, 1000) and split tiles (4096); a mask other than Upper is refused.
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true}, dense{Structure::Dense, false};
   for (int64_t n : {300, 1000, 4096}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, lower_t, OutputMask::Upper),
-                                 square(n, lower_t, upper, OutputMask::Upper)}) {
+    for (const GemmProblem& p : {square(n, upper, upper, Structure::UpperTriangular), square(n, dense, lower_t, Structure::UpperTriangular),
+                                 square(n, lower_t, upper, Structure::UpperTriangular)}) {
       const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
       const std::vector<GemmWorkItem> items = items_with_mirror_zeros(p, plan);
       const std::string what = describe(p, sg::kFloat32) + ": " + plan.summary();
@@ -439,7 +438,7 @@ TEST(TileScheduler, MirrorZerosDropTheTilesBelowTheDiagonal) {
       EXPECT_EQ(mirrored, below) << what;
     }
   }
-  const GemmProblem full = square(300, dense, upper, OutputMask::Full);
+  const GemmProblem full = square(300, dense, upper, Structure::Dense);
   const GemmWorkPlan plan = plan_structured_gemm(full, GemmTileConfig::Float32Tf32Wgmma, 132 * 2, 2);
   EXPECT_THROW(items_with_mirror_zeros(full, plan), sg::Error);
 }
@@ -452,19 +451,19 @@ TEST(TileScheduler, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
   // at 4096 within one item of the mean load; Upper·Upper's longest tile, which alone would set the
   // makespan, split. The same with 128 × 256 tiles for the wide kernel's structured products (dA =
   // triu(G·Bᵀ), Dense·Lowerᵀ, Upper·Dᵀ), whose dA at 4096 splits tiles too.
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
-  const Variant lower_t{OperandKind::Lower, true}, dense_t{OperandKind::Dense, true};
+  const Variant upper{Structure::UpperTriangular, false}, dense{Structure::Dense, false}, lower{Structure::LowerTriangular, false};
+  const Variant lower_t{Structure::LowerTriangular, true}, dense_t{Structure::Dense, true};
   const std::vector<std::pair<int, int>> tiles = {{256, 128}, {128, 256}};  // tall, then wide
   for (const auto& [tile_rows, tile_cols] : tiles) {
     const bool wide = tile_rows == 128;
     for (int64_t n : {300, 1000, 4096}) {
       const std::vector<GemmProblem> products =
-          wide ? std::vector<GemmProblem>{square(n, upper, lower_t, OutputMask::Upper),
-                                          square(n, dense, lower_t, OutputMask::Full),
-                                          square(n, upper, dense_t, OutputMask::Full)}
-               : std::vector<GemmProblem>{square(n, upper, upper, OutputMask::Upper),
-                                          square(n, dense, upper, OutputMask::Full),
-                                          square(n, lower, upper, OutputMask::Full)};
+          wide ? std::vector<GemmProblem>{square(n, upper, lower_t, Structure::UpperTriangular),
+                                          square(n, dense, lower_t, Structure::Dense),
+                                          square(n, upper, dense_t, Structure::Dense)}
+               : std::vector<GemmProblem>{square(n, upper, upper, Structure::UpperTriangular),
+                                          square(n, dense, upper, Structure::Dense),
+                                          square(n, lower, upper, Structure::Dense)};
       for (const GemmProblem& p : products) {
         const int sms = 132;
         const cu::TallPlan plan = cu::tall_tile_plan(p, sms, tile_rows, tile_cols);
@@ -525,11 +524,10 @@ TEST(TileScheduler, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
         int64_t longest = 0;
         for (auto& [tile, chunks] : by_tile) {
           const int64_t row0 = tile_rows * int64_t(tile.first), col0 = tile_cols * int64_t(tile.second);
-          const sg::detail::KRange range = p.mask == OutputMask::Upper && row0 >= std::min(col0 + tile_cols, n)
+          const sg::detail::KRange range = p.mask == Structure::UpperTriangular && row0 >= std::min(col0 + tile_cols, n)
                                                ? sg::detail::KRange{0, 0}
-                                               : sg::detail::structured_k_range(p.a.kind, p.b.kind, row0,
-                                                                                std::min(row0 + tile_rows, n), col0,
-                                                                                std::min(col0 + tile_cols, n), p.k);
+                                               : sg::detail::structured_k_range(p, row0, std::min(row0 + tile_rows, n), col0,
+                                                                                std::min(col0 + tile_cols, n));
           if (range.end <= range.begin) {
             ASSERT_EQ(chunks.size(), 1u) << what;
             EXPECT_GE(chunks[0].k_begin, chunks[0].k_end) << what;
@@ -555,7 +553,7 @@ TEST(TileScheduler, TallPlansCoverEveryTileOnceAndBalanceTheBlocks) {
         if (n == 4096) {
           EXPECT_GE(plan.makespan, plan.mean_load) << what;
           EXPECT_LT(plan.makespan, plan.mean_load + longest / 2 + costs.item + costs.chunk) << what;
-          if (p.a.kind == OperandKind::Upper && p.b.kind != OperandKind::Dense) {
+          if (p.a.structure == Structure::UpperTriangular && p.b.structure != Structure::Dense) {
             EXPECT_GT(plan.split_tiles, 0) << what;
             EXPECT_LT(plan.makespan, longest + costs.item) << what;  // the longest tile no longer alone sets it
           }
@@ -572,12 +570,12 @@ TEST(TileScheduler, TallPlansLeaveOutTheTilesBelowTheDiagonalWhereCHoldsItsZeros
   // does not keep clear of (none here) would stay. Items above the diagonal with no k-range (Upper A
   // times a Dense B with k cut short: rows past k) stay too.
   const int sms = 132;
-  const Variant upper{OperandKind::Upper, false}, lower_t{OperandKind::Lower, true}, dense{OperandKind::Dense, false};
+  const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true}, dense{Structure::Dense, false};
   for (int64_t n : {1000, 4096}) {
     for (const auto& [rows, cols] : {std::pair{256, 128}, std::pair{128, 256}}) {
-      GemmProblem short_k = square(n, upper, dense, OutputMask::Upper);
+      GemmProblem short_k = square(n, upper, dense, Structure::UpperTriangular);
       short_k.k = n / 2;
-      for (GemmProblem p : {square(n, upper, upper, OutputMask::Upper), square(n, upper, lower_t, OutputMask::Upper), short_k}) {
+      for (GemmProblem p : {square(n, upper, upper, Structure::UpperTriangular), square(n, upper, lower_t, Structure::UpperTriangular), short_k}) {
         const std::string what = describe(p, sg::kFloat32) + " in tiles of " + std::to_string(rows) + " x " + std::to_string(cols);
         const cu::TallPlan plain = cu::tall_tile_plan(p, sms, rows, cols);
         p.c_zeros_stored = true;
@@ -619,10 +617,10 @@ TEST(TileScheduler, TallPlansWriteEveryStepOfAOnceFromAnItemThatReadsIt) {
   // runs replaced: at 4096 one block wrote 20 steps against a mean of 8.2) and below that of the plain
   // deal with the runs counted (the runs alone): with kTallCosts, 77 against 78 and 83.5 at 3072, 141
   // against 148 and 149.5 at 4096, 850 against 858 and 851.5 at 8192.
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false};
+  const Variant upper{Structure::UpperTriangular, false}, dense{Structure::Dense, false};
   for (int64_t n : {300, 1000, 3072, 4096, 8192}) {
-    for (const GemmProblem& p : {square(n, upper, upper, OutputMask::Upper), square(n, dense, upper, OutputMask::Full),
-                                 square(n, upper, dense, OutputMask::Full), square(n, dense, dense, OutputMask::Full)}) {
+    for (const GemmProblem& p : {square(n, upper, upper, Structure::UpperTriangular), square(n, dense, upper, Structure::Dense),
+                                 square(n, upper, dense, Structure::Dense), square(n, dense, dense, Structure::Dense)}) {
       for (double write_cost : {0.0, cu::kTallCosts.write}) {
         const int sms = 132;
         const cu::TallPlan plan = cu::tall_tile_plan(p, sms, 256, 128, write_cost);
@@ -647,7 +645,7 @@ TEST(TileScheduler, TallPlansWriteEveryStepOfAOnceFromAnItemThatReadsIt) {
         EXPECT_EQ(written.size(), read.size()) << what;
         for (const auto& [row, steps] : read)
           for (const auto& [k, one] : steps) EXPECT_EQ(written[row][k], one) << what << ": tile row " << row << ", k " << k;
-        if (n >= 3072 && p.a.kind == OperandKind::Upper && p.b.kind == OperandKind::Upper && write_cost > 0) {
+        if (n >= 3072 && p.a.structure == Structure::UpperTriangular && p.b.structure == Structure::UpperTriangular && write_cost > 0) {
           const cu::TallPlan plain = cu::tall_tile_plan(p, sms, 256, 128);
           // The plain deal's makespan with the columns' rule's writes counted, and with its own runs'.
           double columns_rule = 0, plain_runs = 0;
@@ -693,11 +691,11 @@ TEST(TileScheduler, TallPlansDealTheTilesInSharedPanelOrder) {
   // start together the tiles that read one operand panel from the same k. Upper·Upper's tile (i, j)
   // runs from k = 256i: at 4096 on 132 blocks the blocks' first items come from tile rows 0 … 4
   // (32 + 30 + 28 + 26 + 24 tiles), which share five panels of A.
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false}, lower{OperandKind::Lower, false};
+  const Variant upper{Structure::UpperTriangular, false}, dense{Structure::Dense, false}, lower{Structure::LowerTriangular, false};
   for (const GemmProblem& p :
-       {square(4096, upper, upper, OutputMask::Upper), square(3072, upper, upper, OutputMask::Upper),
-        square(2048, upper, upper, OutputMask::Upper), square(4096, dense, upper, OutputMask::Full),
-        square(2048, upper, dense, OutputMask::Full), square(1000, lower, upper, OutputMask::Full)}) {
+       {square(4096, upper, upper, Structure::UpperTriangular), square(3072, upper, upper, Structure::UpperTriangular),
+        square(2048, upper, upper, Structure::UpperTriangular), square(4096, dense, upper, Structure::Dense),
+        square(2048, upper, dense, Structure::Dense), square(1000, lower, upper, Structure::Dense)}) {
     const int sms = 132;
     const cu::TallPlan plan = cu::tall_tile_plan(p, sms);
     const std::string what = describe(p, sg::kFloat32);
@@ -711,14 +709,14 @@ TEST(TileScheduler, TallPlansDealTheTilesInSharedPanelOrder) {
         if (item.k_begin >= item.k_end) continue;  // a tile of zeros
         const int64_t row0 = 256 * int64_t(item.tile_row), col0 = 128 * int64_t(item.tile_col);
         const sg::detail::KRange tile = sg::detail::structured_k_range(
-            p.a.kind, p.b.kind, row0, std::min(row0 + 256, p.m), col0, std::min(col0 + 128, p.n), p.k);
+            p, row0, std::min(row0 + 256, p.m), col0, std::min(col0 + 128, p.n));
         EXPECT_GE(tile.begin, last_first_k) << what << ": block " << b << ", item " << i;
         last_first_k = tile.begin;
         if (first) first_rows.insert(item.tile_row);
         first = false;
       }
     }
-    if (p.m == 4096 && p.a.kind == OperandKind::Upper && p.b.kind == OperandKind::Upper) {
+    if (p.m == 4096 && p.a.structure == Structure::UpperTriangular && p.b.structure == Structure::UpperTriangular) {
       EXPECT_EQ(first_rows.size(), 5u) << what;
       EXPECT_EQ(*first_rows.rbegin(), 4) << what;
     }
@@ -728,20 +726,20 @@ TEST(TileScheduler, TallPlansDealTheTilesInSharedPanelOrder) {
 TEST(TileScheduler, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
   const int64_t n = 4096;
   const double n3 = double(n) * n * n;
-  const GemmProblem upper = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmProblem upper = square(n, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   const GemmWorkPlan plan = plan_structured_gemm(upper, GemmTileConfig::Float32Large, 132 * 2, 2);
   const double macs = planned_macs(plan);
   EXPECT_GE(macs, n3 / 6);
   EXPECT_LE(macs, 1.15 * n3 / 6) << plan.summary();  // whole 128-tiles along the diagonal
   // Sym·Dense reads half of S but does all n³ multiply-adds; gram (Symmetric mask) half of them.
-  const GemmProblem gram = square(n, {OperandKind::Dense, false}, {OperandKind::Dense, true}, OutputMask::Symmetric);
+  const GemmProblem gram = square(n, {Structure::Dense, false}, {Structure::Dense, true}, Structure::Symmetric);
   const double gram_macs = planned_macs(plan_structured_gemm(gram, GemmTileConfig::Float32Large, 132 * 2, 2));
   EXPECT_GE(gram_macs, n3 / 2);
   EXPECT_LE(gram_macs, 1.05 * n3 / 2);
 }
 
 TEST(TileScheduler, HeaviestItemsComeFirstAndBalanceIsNearTheBound) {
-  const GemmProblem p = square(4096, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  const GemmProblem p = square(4096, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   const GemmWorkPlan plan = plan_structured_gemm(p, GemmTileConfig::Float32Large, 132 * 2, 2);
   for (size_t i = 1; i < plan.items.size(); ++i) {
     const auto &prev = plan.items[i - 1], &cur = plan.items[i];
@@ -788,11 +786,11 @@ TEST(TileScheduler, Float64RunsOnTheFp64TensorCoresFromAbout768) {
     return plan_structured_gemm(p, GemmTileConfig::Float64Dmma, 132, 1).estimated_cycles <
            plan_structured_gemm(p, GemmTileConfig::Float64, 132 * 2, 2).estimated_cycles;
   };
-  const Variant upper{OperandKind::Upper, false}, dense{OperandKind::Dense, false};
-  EXPECT_FALSE(cores_win(square(512, upper, upper, OutputMask::Upper)));
-  EXPECT_TRUE(cores_win(square(1024, upper, upper, OutputMask::Upper)));
-  EXPECT_TRUE(cores_win(square(768, dense, upper, OutputMask::Full)));
-  EXPECT_TRUE(cores_win(square(4096, upper, upper, OutputMask::Upper)));
+  const Variant upper{Structure::UpperTriangular, false}, dense{Structure::Dense, false};
+  EXPECT_FALSE(cores_win(square(512, upper, upper, Structure::UpperTriangular)));
+  EXPECT_TRUE(cores_win(square(1024, upper, upper, Structure::UpperTriangular)));
+  EXPECT_TRUE(cores_win(square(768, dense, upper, Structure::Dense)));
+  EXPECT_TRUE(cores_win(square(4096, upper, upper, Structure::UpperTriangular)));
 }
 
 }  // namespace

@@ -204,9 +204,9 @@ std::vector<BadCall> bad_calls() {
   add({"matmul_shapes", make({leaf(randn_({2, 5})), randn_({3, 7})}), mm,
        "matmul: shapes [2, 5] and [3, 7] cannot be multiplied"});
   add({"matmul_rank3", make({randn_({2, 2, 2}), randn_({2, 2})}), mm,
-       "matmul: shapes [2, 2, 2] and [2, 2] cannot be multiplied (expected vectors or matrices)"});
+       "matmul: batches of matrices are not supported yet, got a batch of shape [2] of 2 × 2 matrices"});
   add({"matmul_0d", make({scalar0d(), randn_({2, 2})}), mm,
-       "matmul: shapes [] and [2, 2] cannot be multiplied (expected vectors or matrices)"});
+       "matmul: shapes [] and [2, 2] cannot be multiplied (expected vectors, matrices or batches of matrices)"});
   add({"matmul_vectors", make({randn_({3}), randn_({4})}), mm, "matmul: shapes [3] and [4] cannot be multiplied"});
   add({"matmul_upper_symmetric_sizes", make({upper(3), symmetric(4)}), mm,
        "matmul: shapes [3, 3] and [4, 4] cannot be multiplied"});
@@ -218,9 +218,9 @@ std::vector<BadCall> bad_calls() {
   add({"linear_shapes", make({randn_({2, 5}), leaf(randn_({3, 4}))}), [](Inputs& in) { sg::linear(in[0], in[1]); },
        "linear: input of shape [2, 5] does not fit weight of shape [3, 4] (expected input [batch, 4])"});
   add({"linear_vector_input", make({randn_({4}), randn_({3, 4})}), [](Inputs& in) { sg::linear(in[0], in[1]); },
-       "linear: expected the input to be a matrix, got shape [4]"});
+       "linear: expected the input to be a matrix or a batch of matrices, got shape [4]"});
   add({"linear_vector_weight", make({randn_({2, 4}), randn_({4})}), [](Inputs& in) { sg::linear(in[0], in[1]); },
-       "linear: expected the weight to be a matrix, got shape [4]"});
+       "linear: expected the weight to be a matrix or a batch of matrices, got shape [4]"});
   add({"linear_bias_shape", make({randn_({2, 4}), leaf(upper(4)), leaf(randn_({3}))}),
        [](Inputs& in) { sg::linear(in[0], in[1], in[2]); }, "linear: bias of shape [3] does not fit weight of shape [4, 4]"});
   add({"linear_bias_rank", make({randn_({2, 4}), randn_({3, 4}), randn_({1, 3})}),
@@ -230,9 +230,9 @@ std::vector<BadCall> bad_calls() {
   add({"linear_bias_device", make({randn_({2, 4}), randn_({3, 4}), on_other(randn_({3}))}),
        [](Inputs& in) { sg::linear(in[0], in[1], in[2]); }, "linear: bias on {other} but input on {dev}", true});
   add({"gram_rank3", make({randn_({2, 2, 2})}), [](Inputs& in) { sg::gram(in[0]); },
-       "gram: expected the operand to be a matrix, got shape [2, 2, 2]"});
+       "gram: batches of matrices are not supported yet, got a batch of shape [2] of 2 × 2 matrices"});
   add({"gram_vector", make({randn_({3})}), [](Inputs& in) { sg::gram(in[0]); },
-       "gram: expected the operand to be a matrix, got shape [3]"});
+       "gram: expected the operand to be a matrix or a batch of matrices, got shape [3]"});
   add({"gram_undefined", make({undefined()}), [](Inputs& in) { sg::gram(in[0]); }, "gram: got an undefined tensor"});
   add({"mse_loss_shapes", make({leaf(randn_({2, 5})), randn_({3, 7})}), [](Inputs& in) { sg::mse_loss(in[0], in[1]); },
        "mse_loss: prediction of shape [2, 5] and target of shape [3, 7] differ"});
@@ -264,7 +264,7 @@ std::vector<BadCall> bad_calls() {
 
   // Shape ops.
   add({"transpose_rank3", make({randn_({2, 2, 2})}), [](Inputs& in) { sg::transpose(in[0]); },
-       "transpose: expected a 1-D or 2-D tensor, got shape [2, 2, 2]"});
+       "transpose: batches of matrices are not supported yet, got a batch of shape [2] of 2 × 2 matrices"});
   add({"transpose_undefined", make({undefined()}), [](Inputs& in) { sg::transpose(in[0]); },
        "transpose: got an undefined tensor"});
   add({"reshape_numel", make({leaf(randn_({2, 5}))}), [](Inputs& in) { sg::reshape(in[0], {3, 3}); },
@@ -280,13 +280,13 @@ std::vector<BadCall> bad_calls() {
   add({"reshape_undefined", make({undefined()}), [](Inputs& in) { sg::reshape(in[0], {1}); },
        "reshape: got an undefined tensor"});
   add({"diagonal_non_square", make({randn_({2, 3})}), [](Inputs& in) { sg::diagonal(in[0]); },
-       "diagonal: expected a square matrix, got shape [2, 3]"});
+       "diagonal: expected a square matrix or a batch of them, got shape [2, 3]"});
   add({"diagonal_vector", make({randn_({3})}), [](Inputs& in) { sg::diagonal(in[0]); },
-       "diagonal: expected a square matrix, got shape [3]"});
+       "diagonal: expected a matrix or a batch of matrices, got shape [3]"});
   add({"diagonal_undefined", make({undefined()}), [](Inputs& in) { sg::diagonal(in[0]); },
        "diagonal: got an undefined tensor"});
   add({"with_diagonal_non_square", make({randn_({2, 3}), randn_({2})}),
-       [](Inputs& in) { sg::with_diagonal(in[0], in[1]); }, "with_diagonal: expected a square matrix, got shape [2, 3]"});
+       [](Inputs& in) { sg::with_diagonal(in[0], in[1]); }, "with_diagonal: expected a square matrix or a batch of them, got shape [2, 3]"});
   add({"with_diagonal_length", make({leaf(upper(3)), randn_({2})}), [](Inputs& in) { sg::with_diagonal(in[0], in[1]); },
        "with_diagonal: diagonal of shape [2] does not fit a matrix of shape [3, 3]"});
   add({"with_diagonal_matrix_diagonal", make({upper(3), randn_({3, 1})}),
@@ -314,8 +314,11 @@ std::vector<BadCall> bad_calls() {
     for (const sg::Shape& shape : {sg::Shape{2, 3}, sg::Shape{0, 3}, sg::Shape{3}, sg::Shape{2, 2, 2}, sg::Shape{}}) {
       std::string suffix = "_shape";
       for (int64_t d : shape) suffix += "_" + std::to_string(d);
-      add({name + suffix, make({leaf(randn_(shape))}), [f = f](Inputs& in) { f(in[0]); },
-           name + ": expected a square matrix, got shape " + sg::shape_str(shape)});
+      const std::string expected =
+          shape.size() < 2   ? ": expected a matrix or a batch of matrices, got shape " + sg::shape_str(shape)
+          : shape.size() > 2 ? ": batches of matrices are not supported yet, got a batch of shape [2] of 2 × 2 matrices"
+                             : ": expected a square matrix or a batch of them, got shape " + sg::shape_str(shape);
+      add({name + suffix, make({leaf(randn_(shape))}), [f = f](Inputs& in) { f(in[0]); }, name + expected});
     }
     add({name + "_undefined", make({undefined()}), [f = f](Inputs& in) { f(in[0]); }, name + ": got an undefined tensor"});
   }

@@ -26,7 +26,6 @@
 namespace {
 
 using S = sg::Structure;
-using sg::detail::OperandKind;
 using sgtest::holds_invariant;
 using sgtest::message_of;
 using sgtest::rel_error;
@@ -742,7 +741,7 @@ TEST_P(LinalgKernels, TriangularInverseWritesEveryEntry) {
         // The other triangle holds NaN, and so does the diagonal of a unit-diagonal T.
         const sg::Tensor a = poisoned(t.to_vector(), n, lower, unit, opts());
         sg::Tensor out = sg::full({n, n}, NAN, opts());
-        backend.triangular_inverse(a, lower ? OperandKind::Lower : OperandKind::Upper, unit, out);
+        backend.triangular_inverse(a, lower ? S::LowerTriangular : S::UpperTriangular, unit, out);
         const std::vector<double> v = out.to_vector();
         for (int64_t i = 0; i < n; ++i)
           for (int64_t j = 0; j < n; ++j) {
@@ -776,7 +775,7 @@ TEST_P(LinalgKernels, SolveTriangularEveryLayout) {
             const sg::Tensor b = on_device(sg::randn(left ? sg::Shape{n, k} : sg::Shape{k, n}, sg::kFloat64));
             sg::Tensor x = b.clone();
             // kind is the structure of op(T): transposing swaps the triangle.
-            const OperandKind kind = stored_lower != trans ? OperandKind::Lower : OperandKind::Upper;
+            const S kind = stored_lower != trans ? S::LowerTriangular : S::UpperTriangular;
             backend.solve_triangular(a, kind, trans, unit, left, x);
             with_reference(n, [&](auto zero) {
               using R = decltype(zero);
@@ -1039,9 +1038,9 @@ TEST_P(LinalgErrors, SolveTriangular) {
   const sg::Device dev = GetParam();
   auto upper = [](sg::Device d, int64_t n) { return sg::Tensor(sg::triu(sg::ones({n, n}, f64_on(d)))); };
   expect_message(dev, [](sg::Device d) { sg::solve_triangular(sg::ones({2, 3}, f64_on(d)), sg::ones({2, 1}, f64_on(d))); },
-                 "solve_triangular: expected T to be a square matrix, got shape [2, 3]");
+                 "solve_triangular: expected T to be a square matrix or a batch of them, got shape [2, 3]");
   expect_message(dev, [](sg::Device d) { sg::solve_triangular(sg::ones({3}, f64_on(d)), sg::ones({3, 1}, f64_on(d))); },
-                 "solve_triangular: expected T to be a square matrix, got shape [3]");
+                 "solve_triangular: expected T to be a matrix or a batch of matrices, got shape [3]");
   expect_message(dev, [](sg::Device d) { sg::solve_triangular(sg::eye(3, f64_on(d)), sg::ones({3, 1}, f64_on(d))); },
                  "solve_triangular: expected T to be UpperTriangular or LowerTriangular (tag it with sg::triu, "
                  "sg::tril, sg::as_upper or sg::as_lower), got a Dense tensor");
@@ -1054,7 +1053,7 @@ TEST_P(LinalgErrors, SolveTriangular) {
                  "solve_triangular: T of shape [3, 3] does not fit B of shape [3, 2] (a right solve needs B with 3 "
                  "columns)");
   expect_message(dev, [&](sg::Device d) { sg::solve_triangular(upper(d, 3), sg::ones({3}, f64_on(d))); },
-                 "solve_triangular: expected B to be a matrix, got shape [3]");
+                 "solve_triangular: expected B to be a matrix or a batch of matrices, got shape [3]");
   expect_message(dev,
                  [](sg::Device d) {
                    const sg::Tensor t = sg::as_upper(sg::tensor({{2.0, 1.0, 1.0}, {0.0, 0.0, 1.0}, {0.0, 0.0, 3.0}}, f64_on(d)));
@@ -1090,7 +1089,7 @@ TEST_P(LinalgErrors, CholeskyAndLogdet) {
       else sg::logdet(s);
     };
     expect_message(dev, [&](sg::Device d) { call(sg::ones({2, 3}, f64_on(d))); },
-                   op + ": expected a square matrix, got shape [2, 3]");
+                   op + ": expected a square matrix or a batch of them, got shape [2, 3]");
     expect_message(dev, [&](sg::Device d) { call(sg::ones({2, 2}, sg::TensorOptions().dtype(sg::kInt64).device(d))); },
                    op + ": expected a floating-point tensor, got int64");
   }
@@ -1131,9 +1130,9 @@ TEST_P(LinalgErrors, CholeskySolve) {
   const sg::Device dev = GetParam();
   auto lower = [](sg::Device d, int64_t n) { return sg::Tensor(sg::tril(sg::ones({n, n}, f64_on(d)))); };
   expect_message(dev, [](sg::Device d) { sg::cholesky_solve(sg::ones({2, 3}, f64_on(d)), sg::ones({2, 1}, f64_on(d))); },
-                 "cholesky_solve: expected L to be a square matrix, got shape [2, 3]");
+                 "cholesky_solve: expected L to be a square matrix or a batch of them, got shape [2, 3]");
   expect_message(dev, [](sg::Device d) { sg::cholesky_solve(sg::triu(sg::ones({3, 3}, f64_on(d))), sg::ones({3, 1}, f64_on(d))); },
-                 "cholesky_solve: expected L to be the LowerTriangular Cholesky factor (sg::cholesky), got a "
+                 "cholesky_solve: expected L to be the LowerTriangular Cholesky factor (sg::cholesky), got an "
                  "UpperTriangular tensor");
   expect_message(dev, [](sg::Device d) { sg::cholesky_solve(sg::eye(3, f64_on(d)), sg::ones({3, 1}, f64_on(d))); },
                  "cholesky_solve: expected L to be the LowerTriangular Cholesky factor (sg::cholesky), got a Dense "
@@ -1161,7 +1160,7 @@ TEST_P(LinalgErrors, CholeskySolve) {
 TEST_P(LinalgErrors, Inverse) {
   const sg::Device dev = GetParam();
   expect_message(dev, [](sg::Device d) { sg::inverse(sg::ones({2, 3}, f64_on(d))); },
-                 "inverse: expected T to be a square matrix, got shape [2, 3]");
+                 "inverse: expected T to be a square matrix or a batch of them, got shape [2, 3]");
   expect_message(dev, [](sg::Device d) { sg::inverse(sg::Symmetric::eye(3, f64_on(d))); },
                  "inverse: expected T to be UpperTriangular or LowerTriangular (tag it with sg::triu, sg::tril, "
                  "sg::as_upper or sg::as_lower), got a Symmetric tensor");

@@ -47,7 +47,7 @@ TEST_P(Lower, EnteringCheckingAndTransposing) {
   EXPECT_EQ(sg::as_lower(l.dense()).structure(), S::LowerTriangular);
   EXPECT_EQ(message_of([&] { sg::as_lower(x); }),
             "as_lower: entry (0, 1) = 2 is above the diagonal and not zero; use sg::tril to project");
-  EXPECT_EQ(message_of([&] { sg::tril(x, 1); }), "tril: diagonal must be <= 0 for an LowerTriangular result, got 1");
+  EXPECT_EQ(message_of([&] { sg::tril(x, 1); }), "tril: diagonal must be <= 0 for a LowerTriangular result, got 1");
   EXPECT_EQ(message_of([&] { sg::LowerTriangular bad(x); }),
             "LowerTriangular: the tensor is not tagged LowerTriangular (got Dense); use sg::tril or sg::as_lower");
   const sg::Tensor lt = sg::transpose(l);

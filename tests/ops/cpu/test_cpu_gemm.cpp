@@ -8,9 +8,8 @@
 namespace {
 
 using namespace sgtest::gemm;
+using sg::Structure;
 using sg::detail::GemmProblem;
-using sg::detail::OperandKind;
-using sg::detail::OutputMask;
 
 class CpuGemm : public ::testing::TestWithParam<sg::DType> {};
 
@@ -29,12 +28,12 @@ TEST_P(CpuGemm, RectangularDenseOperandsBesideStructuredOnes) {
   const sg::DType dtype = GetParam();
   for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {33, 300}, {129, 31}, {300, 1}}) {
     for (const Variant& s : kVariants) {
-      if (s.kind == OperandKind::Dense) continue;
+      if (s.structure == Structure::Dense) continue;
       for (bool dense_trans : {false, true}) {
-        GemmProblem left = square(n, s, {OperandKind::Dense, dense_trans}, OutputMask::Full, 0.5);
+        GemmProblem left = square(n, s, {Structure::Dense, dense_trans}, Structure::Dense, 0.5);
         left.n = m;
         SG_EXPECT_PRODUCT(sg::kCPU, left, dtype, rng);
-        GemmProblem right = square(n, {OperandKind::Dense, dense_trans}, s, OutputMask::Full);
+        GemmProblem right = square(n, {Structure::Dense, dense_trans}, s, Structure::Dense);
         right.m = m;
         SG_EXPECT_PRODUCT(sg::kCPU, right, dtype, rng);
       }
@@ -53,7 +52,7 @@ TEST(CpuGemm, UpperTimesUpperDoesAboutOneSixthOfTheDenseWork) {
   const auto values = random_values(n * n, rng);
   sg::Tensor a = sg::from_vector(values, {n, n}), b = sg::from_vector(values, {n, n});
   sg::Tensor c = sg::Tensor::empty({n, n});
-  GemmProblem p = square(n, {OperandKind::Upper, false}, {OperandKind::Upper, false}, OutputMask::Upper);
+  GemmProblem p = square(n, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   p.tf32 = false;
   p.a_data = a.data_ptr();
   p.b_data = b.data_ptr();
