@@ -22,6 +22,8 @@
 #include "bench/bench_cuda.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
+#include "cuda/gemm/plan_cache.h"
+#include "cuda/gemm/tuning.h"
 #include "cuda/structured_gemm.h"
 #include "ops/output_pool.h"
 
@@ -371,7 +373,7 @@ void Bench::run_size(int64_t n) {
   for (auto [schedule, name] : {std::pair{GemmSchedule::HeaviestFirst, "structgrad, heaviest-first, no split"},
                                 std::pair{GemmSchedule::Raster, "structgrad, raster order, no split"}}) {
     const GemmSchedule order = schedule;
-    sg::detail::cuda::GemmOptionsGuard guard([order](sg::detail::cuda::GemmOptions& o) { o.schedule = order; });
+    sg::detail::cuda::GemmTuningGuard guard([order](sg::detail::cuda::GemmTuning& o) { o.schedule = order; });
     forward("upper·upper fwd", n3 / 3, [&](int r) { return sg::matmul(upper_a[r % sets], upper_b[r % sets]); },
             upper_upper, name);
   }
@@ -591,7 +593,7 @@ int main(int argc, char** argv) {
     auto choice = [](const std::string& mode) {
       return mode == "never" ? cu::Choice::Never : mode == "always" ? cu::Choice::Always : cu::Choice::Auto;
     };
-    cu::GemmOptions gemm;
+    cu::GemmTuning gemm;
     if (options.fma) gemm.fp32_loop = cu::Fp32Loop::Fma;
     if (options.mma_sync) gemm.tf32_loop = cu::Tf32Loop::MmaSync;
     if (options.no_tma) gemm.tf32_loop = cu::Tf32Loop::WgmmaStaged;
@@ -606,7 +608,7 @@ int main(int argc, char** argv) {
     gemm.wide_split = choice(options.wide_split);
     gemm.register_b = choice(options.register_b);
     gemm.tall_tiles = choice(options.tall);
-    cu::set_gemm_options(gemm);
+    cu::set_gemm_tuning(gemm);
     if (options.no_zeros_reuse) sg::detail::set_upper_output_reuse(false);
     std::printf("bench_gemm_cuda on %s, float32 %s (relayout %s, wide tiles %s%s, split %s, register B %s, tall tiles %s%s%s%s, schedule %s), median of %d\n",
                 sg::cuda::device_name().c_str(),

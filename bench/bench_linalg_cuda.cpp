@@ -5,7 +5,7 @@
 // forward and forward + backward, the workloads of bench/torch_linalg.py. CUDA events
 // on the library's stream, three warm-ups, the median of --reps, inputs rotated through copies
 // beyond the L2 cache (a peer's in-place input is refreshed before its start event). --variants 1
-// also times the backend under the settings of cuda/linalg.h it does not use by default.
+// also times the backend under the settings of cuda/linalg_tuning.h it does not use by default.
 // Usage: bench_linalg_cuda [--n 1024,4096] [--dtype float32,float64] [--reps 15] [--variants 0|1] [--csv FILE]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -21,7 +21,7 @@
 #include <structgrad/structgrad.h>
 
 #include "bench/bench_cuda.h"
-#include "cuda/linalg.h"
+#include "cuda/linalg_tuning.h"
 #include "cuda/runtime.h"
 #include "ops/backend.h"
 
@@ -261,9 +261,9 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
 
   if (variants) {
     // The settings the library does not use by default, on the same inputs (no peer).
-    auto variant = [&](const std::string& label, const std::function<void(cu::LinalgOptions&)>& edit,
+    auto variant = [&](const std::string& label, const std::function<void(cu::LinalgTuning&)>& edit,
                        const std::function<void(int)>& body, const std::function<void(int)>& prepare) {
-      cu::LinalgOptionsGuard guard(edit);
+      cu::LinalgTuningGuard guard(edit);
       report("variant", label, n, name, median_ms(reps, body, prepare), -1, "", -1, -1);
     };
     auto solve_k = [&](int64_t k) {
@@ -271,9 +271,9 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
       return std::make_pair(bk, xk);
     };
     auto own = [](int64_t up_to) {
-      return [up_to](cu::LinalgOptions& v) { v.own_products_up_to_f32 = v.own_products_up_to_f64 = up_to; };
+      return [up_to](cu::LinalgTuning& v) { v.own_products_up_to_f32 = v.own_products_up_to_f64 = up_to; };
     };
-    auto flip_dense = [](cu::LinalgOptions& v) {
+    auto flip_dense = [](cu::LinalgTuning& v) {
       v.dense_triangles_f32 = !v.dense_triangles_f32;
       v.dense_triangles_f64 = !v.dense_triangles_f64;
     };
@@ -282,27 +282,27 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     variant("cholesky, own products up to 128", own(128), backend_cholesky, {});
     variant("cholesky, own products up to 256", own(256), backend_cholesky, {});
     variant("cholesky, own products up to 512", own(512), backend_cholesky, {});
-    const cu::LinalgOptions defaults;
+    const cu::LinalgTuning defaults;
     const int64_t leaf = dtype == sg::kFloat32 ? defaults.cholesky_leaf_f32 : defaults.cholesky_leaf_f64;
-    variant("cholesky, leaves of " + std::to_string(192 - leaf), [](cu::LinalgOptions& v) {
+    variant("cholesky, leaves of " + std::to_string(192 - leaf), [](cu::LinalgTuning& v) {
       v.cholesky_leaf_f32 = 192 - v.cholesky_leaf_f32;
       v.cholesky_leaf_f64 = 192 - v.cholesky_leaf_f64;
     }, backend_cholesky, {});
-    variant("cholesky, no split update", [](cu::LinalgOptions& v) { v.split_update_from = int64_t{1} << 40; },
+    variant("cholesky, no split update", [](cu::LinalgTuning& v) { v.split_update_from = int64_t{1} << 40; },
             backend_cholesky, {});
     variant("cholesky, dense triangles flipped", flip_dense, backend_cholesky, {});
     variant("inverse, every product on the GEMM", own(0), inverse_body, {});
     variant("inverse, own products up to 256", own(256), inverse_body, {});
     variant("inverse, own products up to 512", own(512), inverse_body, {});
     variant("inverse, dense triangles flipped", flip_dense, inverse_body, {});
-    variant("solve N rhs, structured leaves", [](cu::LinalgOptions& v) { v.dense_solve_leaves = false; },
+    variant("solve N rhs, structured leaves", [](cu::LinalgTuning& v) { v.dense_solve_leaves = false; },
             [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, x); },
             [&](int r) { copy_into(x, rhs[r % sets]); });
     for (const int64_t k : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{128}}) {
       auto [bk, xk] = solve_k(k);
       for (const bool few : {true, false}) {
         variant("solve " + std::to_string(k) + " rhs, " + (few ? "one launch" : "blocked"),
-                [&](cu::LinalgOptions& v) { v.few_columns = few ? k : 0; },
+                [&](cu::LinalgTuning& v) { v.few_columns = few ? k : 0; },
                 [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xk); },
                 [&](int) { copy_into(xk, bk); });
       }
@@ -310,10 +310,10 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     {  // the transposed and right-hand 1-rhs cases (the backward's solve reads T transposed)
       sg::Tensor xr = sg::Tensor::empty({1, n}, o);
       const sg::Tensor br = sg::randn({1, n}, o);
-      variant("solve 1 rhs, trans", [](cu::LinalgOptions&) {},
+      variant("solve 1 rhs, trans", [](cu::LinalgTuning&) {},
               [&](int r) { backend.solve_triangular(upper[r % sets], Structure::LowerTriangular, true, false, true, x1); },
               [&](int r) { copy_into(x1, rhs1[r % sets]); });
-      variant("solve 1 rhs, right", [](cu::LinalgOptions&) {},
+      variant("solve 1 rhs, right", [](cu::LinalgTuning&) {},
               [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, false, xr); },
               [&](int) { copy_into(xr, br); });
     }

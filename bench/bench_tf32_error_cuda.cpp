@@ -17,6 +17,8 @@
 #include "bench/bench_util.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
+#include "cuda/gemm/plan_cache.h"
+#include "cuda/gemm/tuning.h"
 #include "cuda/structured_gemm.h"
 
 namespace {
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
                                      std::pair{cu::Tf32Loop::WgmmaStaged, "structgrad, staged"},
                                      std::pair{cu::Tf32Loop::MmaSync, "structgrad, mma.sync"}}) {
       const cu::Tf32Loop chosen = loop;
-      cu::GemmOptionsGuard guard([chosen](cu::GemmOptions& o) { o.tf32_loop = chosen; });
+      cu::GemmTuningGuard guard([chosen](cu::GemmTuning& o) { o.tf32_loop = chosen; });
       sg::Tensor x = a.detach().requires_grad_(), y = b.detach().requires_grad_();
       const sg::Tensor c = sg::matmul(x, y);
       c.backward(g);

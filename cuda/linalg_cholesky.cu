@@ -267,7 +267,7 @@ void CudaBackend::cholesky(const Tensor& a, Tensor& out, Tensor& info) {
   auto* info_word = static_cast<unsigned long long*>(info.data_ptr());
   SG_CUDA_CHECK(cudaMemsetAsync(info_word, 0, sizeof(unsigned long long), s));
   if (n == 0) return;
-  const LinalgOptions options = linalg_options();
+  const LinalgTuning options = linalg_tuning();
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const Context cx{*this, a.dtype(), sizeof(T), device_, options};
@@ -282,7 +282,7 @@ void CudaBackend::cholesky(const Tensor& a, Tensor& out, Tensor& info) {
     Storage work(static_cast<size_t>(n * n) * sizeof(T), here);
     launch_for_each("cholesky", device_, n * n, CopyLowerMap<T>{data_of<T>(a), static_cast<T*>(work.data), n});
     const int64_t leaf_order = sizeof(T) == 4 ? options.cholesky_leaf_f32 : options.cholesky_leaf_f64;
-    SG_CHECK(leaf_order == kLeaf || leaf_order == kLeaf / 2, "cuda cholesky: LinalgOptions::cholesky_leaf_",
+    SG_CHECK(leaf_order == kLeaf || leaf_order == kLeaf / 2, "cuda cholesky: LinalgTuning::cholesky_leaf_",
              sizeof(T) == 4 ? "f32" : "f64", " must be ", kLeaf / 2, " or ", kLeaf, ", got ", leaf_order);
     const int64_t half = largest_half(n, leaf_order);
     Storage w(static_cast<size_t>(n * n) * sizeof(T), here);

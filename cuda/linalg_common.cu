@@ -15,16 +15,16 @@ namespace sg::detail::cuda {
 namespace {
 
 std::mutex options_mutex;
-LinalgOptions current_options;
+LinalgTuning current_options;
 
 }  // namespace
 
-LinalgOptions linalg_options() {
+LinalgTuning linalg_tuning() {
   std::lock_guard<std::mutex> lock(options_mutex);
   return current_options;
 }
 
-void set_linalg_options(const LinalgOptions& options) {
+void set_linalg_tuning(const LinalgTuning& options) {
   std::lock_guard<std::mutex> lock(options_mutex);
   current_options = options;
 }

@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "cuda/cuda_backend.h"
-#include "cuda/linalg.h"
+#include "cuda/linalg_tuning.h"
 #include "cuda/linalg_tiles.cuh"
 
 namespace sg::detail::cuda::linalg {
@@ -42,7 +42,7 @@ struct Context {
   DType dtype;
   size_t bytes;  // of an element
   int device;
-  LinalgOptions options;
+  LinalgTuning options;
 
   template <typename P>
   P* at(P* base, int64_t elements) const {

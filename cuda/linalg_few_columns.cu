@@ -1,4 +1,4 @@
-// The CUDA triangular solve with a few right-hand sides (LinalgOptions::few_columns), in one launch;
+// The CUDA triangular solve with a few right-hand sides (LinalgTuning::few_columns), in one launch;
 // CudaBackend::solve_triangular (cuda/linalg_solve.cu) calls solve_few_columns for it.
 //  * solve_few_columns_kernel solves with a few right-hand sides in one launch: a CTA per block row
 //    (and group of columns), which inverts its diagonal block, then subtracts the solved rows above

@@ -123,7 +123,7 @@ void CudaBackend::solve_triangular(const Tensor& t, Structure kind, bool trans, 
            x.shape());
   if (n == 0 || k == 0) return;
   DeviceGuard guard(device_);
-  const LinalgOptions options = linalg_options();
+  const LinalgTuning options = linalg_tuning();
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (k <= options.few_columns) {
@@ -153,7 +153,7 @@ void CudaBackend::triangular_inverse(const Tensor& t, Structure kind, bool unit_
   if (n == 0) return;
   SG_CHECK(out.data_ptr() != t.data_ptr(), "cuda triangular_inverse: the output must not alias T");
   DeviceGuard guard(device_);
-  const LinalgOptions options = linalg_options();
+  const LinalgTuning options = linalg_tuning();
   const bool lower = kind == Structure::LowerTriangular;
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -1,12 +1,10 @@
-// The CUDA structured GEMM (DESIGN §5): C = alpha·op(A)·op(B) for every operand structure and output
-// mask of ops/gemm_desc.h, on one kernel family built from parts in cuda/gemm/ (architecture
-// wrappers, operand staging, mainloops, one epilogue, the tile scheduler, the kernel selection).
+// The CUDA structured GEMM: C = alpha·op(A)·op(B) for every operand and output structure of
+// ops/gemm_desc.h, on one kernel family built from parts in cuda/gemm/ (architecture wrappers,
+// operand staging, mainloops, one epilogue, the tile scheduler, the kernel selection).
 // Design: docs/structured_gemm.md.
 #pragma once
 
 #include <structgrad/core/types.h>
-#include "cuda/gemm/options.h"
-#include "cuda/gemm/tile_scheduler.h"
 #include "ops/gemm_desc.h"
 
 namespace sg::detail::cuda {
@@ -19,9 +17,5 @@ bool launch_structured_gemm(const GemmProblem& p, DType dtype, int device);
 /// Whether launch_structured_gemm of `p` (p.at aside) would also write op(A)ᵀ if given a buffer:
 /// TF32 products on the tall kernel, whose tiles of A are read anyway.
 bool writes_transposed_a(const GemmProblem& p, DType dtype, int device);
-
-/// The one-item-per-block plan launch_structured_gemm uses for `p` on `device` (built on first use,
-/// cached); for the tests and the benchmark.
-const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);
 
 }  // namespace sg::detail::cuda

@@ -18,18 +18,18 @@ namespace sg::detail::cuda {
 // Symmetric mirror are applied as the tile is written to C.
 // =============================================================================================
 
-/// A barrier over the threads that hold accumulators: the whole block, or (kConsumersOnly) the
-/// consumer warpgroups of the pipelined kernel, whose producer warp has left.
-template <class Cfg, bool kConsumersOnly>
+/// A barrier over the threads that hold accumulators: the whole block, or the consumer warpgroups of
+/// a kernel whose producer warp has left.
+template <class Cfg, AccumulatorThreads kThreads>
 __device__ __forceinline__ void accumulator_threads_sync() {
-  if constexpr (kConsumersOnly) named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
+  if constexpr (kThreads == AccumulatorThreads::Consumers) named_barrier_sync(kConsumerBarrier, Cfg::kThreads);
   else __syncthreads();
 }
 
 /// A split tile's chunk: stores its partial tile to the workspace; the last chunk to arrive sums
 /// every chunk's partial, in chunk order, into `acc`. True where this block writes the tile (the
 /// last chunk, or an item that is not split). `last_chunk`: a shared int; tid: threadIdx.x.
-template <class Cfg, bool kConsumersOnly = false>
+template <class Cfg, AccumulatorThreads kThreads = AccumulatorThreads::Block>
 __device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
                                                   typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol],
                                                   int& last_chunk, int tid) {
@@ -56,7 +56,7 @@ __device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::S
       __stcg(mine + e * Cfg::kThreads + tid, v);
     }
     __threadfence();
-    accumulator_threads_sync<Cfg, kConsumersOnly>();
+    accumulator_threads_sync<Cfg, kThreads>();
     if (tid == 0) {
       const int arrived = atomicAdd(&args.counters[item.counter_index], 1);
       last_chunk = arrived == item.chunk_count - 1;
@@ -65,7 +65,7 @@ __device__ __forceinline__ bool gather_split_tile(const GemmArgs<typename Cfg::S
         __threadfence();
       }
     }
-    accumulator_threads_sync<Cfg, kConsumersOnly>();
+    accumulator_threads_sync<Cfg, kThreads>();
     if (!last_chunk) return false;
 #pragma unroll
     for (int i = 0; i < kPerRow; ++i)
@@ -117,14 +117,14 @@ __device__ __forceinline__ void store_segment(T* c, int64_t ldc, int row, int co
 
 /// Writes work item `item`'s accumulators (tile at row0, col0), once a split tile's chunks are
 /// summed (gather_split_tile). `last_chunk`: a shared int; tid: threadIdx.x.
-template <class Cfg, bool kConsumersOnly = false>
+template <class Cfg, AccumulatorThreads kThreads = AccumulatorThreads::Block>
 __device__ __forceinline__ void write_tile(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item,
                                            int row0, int col0,
                                            typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol], int& last_chunk,
                                            int tid) {
   using T = typename Cfg::Scalar;
   constexpr int kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
-  if (!gather_split_tile<Cfg, kConsumersOnly>(args, item, acc, last_chunk, tid)) return;
+  if (!gather_split_tile<Cfg, kThreads>(args, item, acc, last_chunk, tid)) return;
   // ---- epilogue: alpha and the output mask ----------------------------------------------
   // (alpha applied in the accumulators' precision, then one rounding to T)
   const typename Cfg::Acc alpha = args.alpha;

@@ -83,4 +83,36 @@ enum TmaMapBits : uint32_t { kADirect = 1, kARaw = 2, kBDirect = 4, kBRaw = 8, k
 /// operands (Sym).
 enum class TmaVariant : uint8_t { A, B, AB, ABDeep, ABDiag, ABDeepDiag, ABSym };
 
+/// The tiled kernel's operand staging, the contract of its mainloop (kernel_tiled.cuh): which
+/// operands' fast-path steps come by TMA, the shared buffers per operand, and which other steps come by
+/// TMA too. RegisterStaging: every step through registers (every configuration without TMA maps).
+struct RegisterStaging {
+  static constexpr bool kTmaA = false, kTmaB = false;
+  static constexpr int kStages = 2;
+  static constexpr bool kDiag = false, kSym = false;
+};
+/// The staging of a TmaVariant.
+template <TmaVariant kVariant>
+struct TmaStaging {
+  static constexpr bool kTmaA = kVariant != TmaVariant::B;
+  static constexpr bool kTmaB = kVariant != TmaVariant::A;
+  /// Three buffers per operand where both come by direct copies only (no raw ring: its space is a third).
+  static constexpr int kStages = kVariant == TmaVariant::ABDeep || kVariant == TmaVariant::ABDeepDiag ? 3 : 2;
+  /// A triangular operand's diagonal-crossing steps by TMA, their structural zeros written after the copy.
+  static constexpr bool kDiag = kVariant == TmaVariant::ABDiag || kVariant == TmaVariant::ABDeepDiag;
+  /// Both triangles of Symmetric operands by TMA (stored: directly, mirrored: raw).
+  static constexpr bool kSym = kVariant == TmaVariant::ABSym;
+};
+
+/// Which operand a stager stages.
+enum class Side : uint8_t { A, B };
+
+/// Whether the tall kernel also writes op(A)ᵀ (GemmProblem::at): one instance each, so the one that
+/// does not has no code for it.
+enum class TransposedA : uint8_t { None, Written };
+
+/// Which threads hold a tile's accumulators when the epilogue writes it: the whole block, or the
+/// consumer warpgroups of a kernel with a producer warp (which has left by then).
+enum class AccumulatorThreads : uint8_t { Block, Consumers };
+
 }  // namespace sg::detail::cuda

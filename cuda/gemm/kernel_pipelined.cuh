@@ -75,7 +75,7 @@ __global__ void __maxnreg__(96)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = 0.0f;
   if (item.k_begin < item.k_end) consume_steps<Cfg>(args, item, row0, col0, a_tiles, b_tiles, full, empty, acc);
-  write_tile<Cfg, true>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
+  write_tile<Cfg, AccumulatorThreads::Consumers>(args, item, row0, col0, acc, last_chunk, threadIdx.x);
 }
 
 // The register-B kernel: the two consumer warpgroups only (thread 0 issues the copies), two blocks
@@ -98,8 +98,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
   for (int i = 0; i < Cfg::kPerRow; ++i)
 #pragma unroll
     for (int j = 0; j < Cfg::kPerCol; ++j) acc[i][j] = 0.0f;
-  if (item.k_begin < item.k_end)
+  if (item.k_begin < item.k_end) {
+    issue_first_register_b_steps<Cfg>(maps, item, row0, col0, a_tiles, b_raw, full);
+    // The epilogue's stores of the mirror tile's zeros, while the first copies are in flight.
+    if (item.mirror_zeros) store_mirror_zeros(maps, row0, col0, b_raw[kPipelineStages - 1]);
     consume_steps_register_b<Cfg>(args, maps, item, row0, col0, a_tiles, b_raw, full, empty, acc);
+  }
   float acc_t[Cfg::kPerCol][Cfg::kPerRow];  // the transposed tile's accumulators
 #pragma unroll
   for (int i = 0; i < Cfg::kPerRow; ++i)
@@ -112,12 +116,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 2)
       store_zero_tile_by_tma(maps, item, row0, col0, ring);
     else if (item.chunk_count == 2)  // the two chunks meet in C (split_tile_arrive)
       store_tile_by_tma<Out, RegisterBStores>(args, maps, row0, col0, acc_t, ring, args.counters + item.counter_index);
-    else if (gather_split_tile<Out, true>(args, item, acc_t, last_chunk, threadIdx.x))
+    else if (gather_split_tile<Out, AccumulatorThreads::Consumers>(args, item, acc_t, last_chunk, threadIdx.x))
       store_tile_by_tma<Out, RegisterBStores>(args, maps, row0, col0, acc_t, ring, nullptr);
     else if (item.mirror_zeros && threadIdx.x == 0)
       tma_store_wait_read();  // a chunk that leaves the tile to another: its mirror stores have read b_raw[2]
   } else {
-    write_tile<ConfigTf32WgmmaRegisterB, true>(args, item, row0, col0, acc_t, last_chunk, threadIdx.x);
+    write_tile<ConfigTf32WgmmaRegisterB, AccumulatorThreads::Consumers>(args, item, row0, col0, acc_t, last_chunk,
+                                                                          threadIdx.x);
   }
 }
 

@@ -52,12 +52,13 @@ __device__ __forceinline__ void transpose_a_step(const float* tile, unsigned cha
   }
 }
 
-/// kWritesAt: the instance that also writes op(A)ᵀ (`transposed`; the other has no code for it).
-template <bool kWritesAt>
+/// kOutput: whether the instance also writes op(A)ᵀ (`transposed`; the other has no code for it).
+template <TransposedA kOutput>
 __global__ void __launch_bounds__(TallConfig::kThreads, 1)
     structured_gemm_tall_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps,
                                 const int* offsets, const __grid_constant__ TransposedOutput transposed) {
   using Cfg = TallConfig;
+  constexpr bool kWritesAt = kOutput == TransposedA::Written;
   extern __shared__ __align__(1024) unsigned char dynamic_smem[];
   unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
   float* const a_tiles = reinterpret_cast<float*>(base);

@@ -26,24 +26,27 @@ namespace sg::detail::cuda {
 // first to arrive stores, the second adds by TMA reductions (split_tile_arrive).
 // =============================================================================================
 
-/// The k-loop of one work item: stage step 0, then one main_loop_step per k-step. kTmaA / kTmaB:
-/// the operand's fast-path steps come by TMA (wgmma loop only); kStages: shared buffers per
-/// operand (3: the TMA instance without a raw ring, its direct copies two steps ahead).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages, bool kDiag, bool kSym>
+/// The mainloop of one work item: stage step 0, then one main_loop_step per k-step, staged as
+/// `Staging` says (RegisterStaging, or TmaStaging: the operands' fast-path steps by TMA, wgmma loop
+/// only; its kStages: shared buffers per operand, 3 for the instance without a raw ring, its direct
+/// copies two steps ahead).
+template <class Cfg, class Staging>
 __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& args, const GemmWorkItem& item, int row0,
                                        int col0, typename Cfg::Scalar (*a_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Scalar (*b_tiles)[Cfg::kKStep * Cfg::kStride],
                                        typename Cfg::Acc (&acc)[Cfg::kPerRow][Cfg::kPerCol], const TmaMapsOf<Cfg>& maps,
                                        uint64_t* tma_bars, float* raw_tiles) {
+  constexpr bool kTma = Staging::kTmaA || Staging::kTmaB;
+  constexpr int kStages = Staging::kStages;
   uint32_t has = 0;  // which TMA maps the kernel has (TmaMaps::has)
-  if constexpr (kTmaA || kTmaB) has = maps.has;
-  OperandStager<Cfg, kTmaA, kDiag, kSym> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
-  const OperandStager<Cfg, kTmaB, kDiag, kSym> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect,
-                                                        has & kBRaw);
+  if constexpr (kTma) has = maps.has;
+  OperandStager<Cfg, Staging, Side::A> stage_a(args.a, row0, item.k_begin, item.k_end, has & kADirect, has & kARaw);
+  const OperandStager<Cfg, Staging, Side::B> stage_b(args.b, col0, item.k_begin, item.k_end, has & kBDirect,
+                                                      has & kBRaw);
   if (stage_b.raw()) stage_a.give_up_raw(args.a, item.k_begin);  // the block's one raw ring goes to B
   StagedTile<Cfg> staged_a, staged_b;
   RawRing ring{raw_tiles, tma_bars + 2, 0};
-  if constexpr (kTmaA || kTmaB) {
+  if constexpr (kTma) {
     issue_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, a_tiles[0], b_tiles[0], tma_bars);
     if constexpr (kStages == 2) {
       issue_raw_tma<Cfg>(maps, stage_a, stage_b, item.k_begin, ring, 0);
@@ -74,12 +77,14 @@ __device__ __forceinline__ void k_loop(const GemmArgs<typename Cfg::Scalar>& arg
   }
 }
 
-// The body of one block. kTmaA / kTmaB (wgmma config only): the operand has a TMA map, and
-// its outer-major fast-path k-steps come by TMA (one kernel instance per combination, so each
-// keeps its registers). kStages = 3 (both operands with direct maps only): the raw ring's
-// shared memory is a third buffer per operand.
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false, bool kSym = false>
+// The body of one block: the mainloop (k_loop) staged as `Staging` says, then the epilogue
+// (write_tile). TmaStaging (wgmma config only): one kernel instance per variant, so each keeps its
+// registers; its kStages = 3 (both operands with direct maps only): the raw ring's shared memory is a
+// third buffer per operand.
+template <class Cfg, class Staging>
 __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>& args, const TmaMapsOf<Cfg>& maps) {
+  constexpr bool kTma = Staging::kTmaA || Staging::kTmaB;
+  constexpr int kStages = Staging::kStages;
   using T = typename Cfg::Scalar;
   constexpr int kTile = Cfg::kTile, kKStep = Cfg::kKStep, kStride = Cfg::kStride;
   constexpr int kPerRow = Cfg::kPerRow, kPerCol = Cfg::kPerCol;
@@ -92,7 +97,7 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
     unsigned char* base = dynamic_smem + ((1024 - (shared_address(dynamic_smem) & 1023)) & 1023);
     a_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base);
     b_tiles = reinterpret_cast<T(*)[kKStep * kStride]>(base + kStages * Cfg::kTileBytes);
-    if constexpr ((kTmaA || kTmaB) && kStages == 2) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
+    if constexpr (kTma && kStages == 2) raw_tiles = reinterpret_cast<float*>(base + 4 * Cfg::kTileBytes);
   } else {
     __shared__ __align__(16) T a_static[2][kKStep * kStride];
     __shared__ __align__(16) T b_static[2][kKStep * kStride];
@@ -113,13 +118,12 @@ __device__ __forceinline__ void gemm_block(const GemmArgs<typename Cfg::Scalar>&
     for (int j = 0; j < kPerCol; ++j) acc[i][j] = 0;
 
   if (item.k_begin < item.k_end) {
-    if constexpr (kTmaA || kTmaB) {
+    if constexpr (kTma) {
       if (tid == 0)
         for (int b = 0; b < 4; ++b) mbarrier_init(tma_bars + b, 1);
       __syncthreads();
     }
-    k_loop<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars,
-                                                    raw_tiles);
+    k_loop<Cfg, Staging>(args, item, row0, col0, a_tiles, b_tiles, acc, maps, tma_bars, raw_tiles);
   }
 
   write_tile<Cfg>(args, item, row0, col0, acc, last_chunk, tid);
@@ -135,19 +139,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   if constexpr (Cfg::kDmma) {
     __trap();
   } else {
-    gemm_block<Cfg, false, false>(args, TmaMapsOf<Cfg>{});
+    gemm_block<Cfg, RegisterStaging>(args, TmaMapsOf<Cfg>{});
   }
 #else
-  gemm_block<Cfg, false, false>(args, TmaMapsOf<Cfg>{});
+  gemm_block<Cfg, RegisterStaging>(args, TmaMapsOf<Cfg>{});
 #endif
 }
 
-// The wgmma config with TMA copies for A, B or both; the maps are a __grid_constant__
+// The wgmma config with TMA copies as `kVariant` stages them; the maps are a __grid_constant__
 // parameter, as TMA requires (the other kernels keep the parameters they had).
-template <class Cfg, bool kTmaA, bool kTmaB, int kStages = 2, bool kDiag = false, bool kSym = false>
+template <class Cfg, TmaVariant kVariant>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     structured_gemm_tma_kernel(const GemmArgs<float> args, const __grid_constant__ TmaMaps maps) {
-  gemm_block<Cfg, kTmaA, kTmaB, kStages, kDiag, kSym>(args, maps);
+  gemm_block<Cfg, TmaStaging<kVariant>>(args, maps);
 }
 
 }  // namespace sg::detail::cuda

@@ -113,7 +113,8 @@ __global__ void __launch_bounds__(WideConfig::kThreads + kProducerThreads, 1)
       store_tile_by_tma<Cfg, WideStores>(args, maps, row0, item.tile_col * Cfg::kTileN, acc, out,
                                          item.chunk_count > 1 ? args.counters + item.counter_index : nullptr, &stored);
     else  // (the plan without split tiles: wide_tile_plan's, WideSplit::Never)
-      write_tile<Cfg, true>(args, item, row0, item.tile_col * Cfg::kTileN, acc, last_chunk, threadIdx.x);
+      write_tile<Cfg, AccumulatorThreads::Consumers>(args, item, row0, item.tile_col * Cfg::kTileN, acc, last_chunk,
+                                                     threadIdx.x);
   }
   if (!tma_stores) return;
   if (threadIdx.x == 0) wide_tile_stored(stored);

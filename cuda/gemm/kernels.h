@@ -6,6 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
+
+#include <structgrad/core/error.h>
 
 #include "cuda/gemm/kernel_args.h"
 #include "cuda/gemm/tma_maps.h"
@@ -66,17 +69,52 @@ KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABDeepDiag>();
 template <>
 KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABSym>();
 
+/// The tiled wgmma kernel with TMA copies of `variant`.
+inline KernelInstance<TmaKernel> tiled_tma_kernel(TmaVariant variant) {
+  switch (variant) {
+    case TmaVariant::A: return tiled_tma_kernel<TmaVariant::A>();
+    case TmaVariant::B: return tiled_tma_kernel<TmaVariant::B>();
+    case TmaVariant::AB: return tiled_tma_kernel<TmaVariant::AB>();
+    case TmaVariant::ABDeep: return tiled_tma_kernel<TmaVariant::ABDeep>();
+    case TmaVariant::ABDiag: return tiled_tma_kernel<TmaVariant::ABDiag>();
+    case TmaVariant::ABDeepDiag: return tiled_tma_kernel<TmaVariant::ABDeepDiag>();
+    case TmaVariant::ABSym: return tiled_tma_kernel<TmaVariant::ABSym>();
+  }
+  return tiled_tma_kernel<TmaVariant::AB>();
+}
+
+/// The tiled kernel of configuration `config` for element type T; throws for a configuration of the
+/// other type.
+template <typename T>
+KernelInstance<TiledKernel<T>> tiled_kernel_of(GemmTileConfig config) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (config == GemmTileConfig::Float64Dmma) return tiled_f64_dmma_kernel();
+    if (config == GemmTileConfig::Float64) return tiled_f64_kernel();
+  } else {
+    switch (config) {
+      case GemmTileConfig::Float32Large: return tiled_kernel<GemmTileConfig::Float32Large>();
+      case GemmTileConfig::Float32Small: return tiled_kernel<GemmTileConfig::Float32Small>();
+      case GemmTileConfig::Float32Tf32: return tiled_kernel<GemmTileConfig::Float32Tf32>();
+      case GemmTileConfig::Float32Tf32Wgmma: return tiled_kernel<GemmTileConfig::Float32Tf32Wgmma>();
+      case GemmTileConfig::Float32Dmma: return tiled_kernel<GemmTileConfig::Float32Dmma>();
+      default: break;
+    }
+  }
+  SG_FAIL("structured gemm: no ", sizeof(T) == 8 ? "float64" : "float32", " tiled kernel for ",
+          tile_config_name(config));
+}
+
 /// The pipelined kernel (kernel_pipelined.cuh): a producer warp, two consumer warpgroups.
 KernelInstance<TmaKernel> pipelined_kernel();
 /// The register-B kernel (kernel_pipelined.cuh): the tile computed transposed, B from registers.
 KernelInstance<TmaKernel> register_b_kernel();
-/// The tall kernel (kernel_tall.cuh), with (kWritesAt) or without the op(A)ᵀ output.
-template <bool kWritesAt>
+/// The tall kernel (kernel_tall.cuh), with or without the op(A)ᵀ output.
+template <TransposedA kOutput>
 KernelInstance<TallKernel> tall_kernel();
 template <>
-KernelInstance<TallKernel> tall_kernel<false>();
+KernelInstance<TallKernel> tall_kernel<TransposedA::None>();
 template <>
-KernelInstance<TallKernel> tall_kernel<true>();
+KernelInstance<TallKernel> tall_kernel<TransposedA::Written>();
 /// The wide kernel (kernel_wide.cuh).
 KernelInstance<WideKernel> wide_kernel();
 

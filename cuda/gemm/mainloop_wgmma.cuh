@@ -4,7 +4,6 @@
 #pragma once
 
 #include "cuda/gemm/arch/mbarrier.cuh"
-#include "cuda/gemm/epilogue.cuh"
 #include "cuda/gemm/arch/tma.cuh"
 #include "cuda/gemm/arch/wgmma.cuh"
 #include "cuda/gemm/operand_staging.cuh"
@@ -106,9 +105,24 @@ __device__ __forceinline__ void consume_steps(const GemmArgs<float>& args, const
   wgmma_fence_operands(acc);
 }
 
-// The consumers of the register-B kernel: one k-step = two groups (half 0: slices 0, 1 from
-// fragments f0; half 1: slices 2, 3 from f1). After issuing a group, each warpgroup waits for the
-// one before it; after half 0 that is the previous step's last, so its buffer goes back.
+/// The register-B kernel's first kPipelineStages − 1 steps' copies, issued by thread 0 (step t + 2's
+/// is issued during step t: consume_steps_register_b). The last stage's buffer stays free until then.
+template <class Cfg>
+__device__ __forceinline__ void issue_first_register_b_steps(const TmaMaps& maps, const GemmWorkItem& item, int row0,
+                                                             int col0, float (*a_tiles)[Cfg::kKStep * Cfg::kStride],
+                                                             float (*b_raw)[Cfg::kKStep * Cfg::kStride],
+                                                             uint64_t* full) {
+  if (threadIdx.x != 0) return;
+#pragma unroll 1
+  for (int s = 0, k0 = item.k_begin; s < kPipelineStages - 1 && k0 < item.k_end; ++s, k0 += Cfg::kKStep)
+    issue_register_b_step<Cfg>(maps, k0, row0, col0, a_tiles[s], b_raw[s], full + s);
+}
+
+// The consumers of the register-B kernel, after issue_first_register_b_steps: one k-step = two
+// groups (half 0: slices 0, 1 from fragments f0; half 1: slices 2, 3 from f1). After issuing a group,
+// each warpgroup waits for the one before it; after half 0 that is the previous step's last, so its
+// buffer goes back. An item with mirror_zeros had the epilogue store its mirror's zeros from the last
+// stage's buffer meanwhile: thread 0 waits for those stores before it loads that buffer.
 template <class Cfg>
 __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& args, const TmaMaps& maps,
                                                          const GemmWorkItem& item, int row0, int col0,
@@ -117,13 +131,6 @@ __device__ __forceinline__ void consume_steps_register_b(const GemmArgs<float>& 
                                                          uint64_t* empty, float (&acc)[2][32]) {
   const bool signals = (threadIdx.x & 127) == 0;
   const bool producer = threadIdx.x == 0;
-  // The first kPipelineStages − 1 steps' copies; step t + 2's is issued during step t (below).
-  if (producer) {
-#pragma unroll 1
-    for (int s = 0, k0 = item.k_begin; s < kPipelineStages - 1 && k0 < item.k_end; ++s, k0 += Cfg::kKStep)
-      issue_register_b_step<Cfg>(maps, k0, row0, col0, a_tiles[s], b_raw[s], full + s);
-  }
-  if (item.mirror_zeros) store_mirror_zeros(maps, row0, col0, b_raw[kPipelineStages - 1]);
   int ahead_stage = kPipelineStages - 1, ahead_round = 0;  // the buffer of step t + 2
   int offset[2][2];
   register_b_offsets(offset);

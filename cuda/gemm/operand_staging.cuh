@@ -70,9 +70,11 @@ enum class TmaCopy : uint8_t { None, Direct, Raw };
 // triangular operand's diagonal-crossing steps by TMA too (structural zeros written after the
 // copy); kSym: a Symmetric operand's whole steps in both triangles by TMA (stored: directly,
 // mirrored: raw, with the ring), not only the longer span's.
-template <class Cfg, bool kTma = false, bool kDiag = false, bool kSym = false>
+template <class Cfg, class Staging = RegisterStaging, Side kSide = Side::A>
 struct OperandStager {
   using T = typename Cfg::Scalar;
+  static constexpr bool kTma = kSide == Side::A ? Staging::kTmaA : Staging::kTmaB;
+  static constexpr bool kDiag = Staging::kDiag, kSym = Staging::kSym;
   static constexpr int kVec = Cfg::kVec, kLoads = Cfg::kLoads, kStride = Cfg::kStride;
   static constexpr int kKMajorPerRow = Cfg::kTile / kVec;
   static constexpr int kKMajorRowsPerPass = Cfg::kThreads / kKMajorPerRow;

@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <cstdint>
 #include <tuple>
 
 #include <structgrad/core/error.h>
@@ -59,8 +60,8 @@ int blocks_per_sm(GemmTileConfig config) {
       take(resident_blocks(tiled_kernel<GemmTileConfig::Float32Tf32Wgmma>()));
       // The persistent kernels run one block per SM from plans of their own.
       allow_dynamic_smem(wide_kernel());
-      allow_dynamic_smem(tall_kernel<false>());
-      allow_dynamic_smem(tall_kernel<true>());
+      allow_dynamic_smem(tall_kernel<TransposedA::None>());
+      allow_dynamic_smem(tall_kernel<TransposedA::Written>());
       break;
   }
   SG_CHECK(blocks > 0, "structured gemm: the kernel cannot be resident on this device");
@@ -71,9 +72,14 @@ int blocks_per_sm(GemmTileConfig config) {
 /// options that change plans; not pointers or alpha, so products of one shape share an entry.
 using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int, int>;
 
+/// A launch plan's key: the plan's, the operands' and C's leading dimensions, their 16-byte alignment and
+/// vouched zeros, and the whole tuning.
+using LaunchKey = std::tuple<PlanKey, int64_t, int64_t, int64_t, int, GemmTuning>;
+
 struct PlanCache {
   std::mutex mutex;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;
+  std::map<LaunchKey, LaunchPlan> launches;
 };
 
 PlanCache& plan_cache() {
@@ -85,29 +91,12 @@ PlanCache& plan_cache() {
 
 /// A new cache entry for `p`: its plans, uploaded into one device table.
 std::unique_ptr<CachedPlan> build_cached_plan(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
-                                              const GemmOptions& options) {
+                                              const GemmTuning& options) {
   const int sms = sm_count(device);
   auto entry = std::make_unique<CachedPlan>();
-  bool first = true;
-  for (const GemmTileConfig config : tile_config_candidates(dtype, family, options)) {
-    const int per_sm = blocks_per_sm(config);
-    GemmWorkPlan plan = plan_structured_gemm(p, config, sms * per_sm, per_sm, options.schedule);
-    if (first || plan.estimated_cycles < entry->plan.estimated_cycles) entry->plan = std::move(plan);
-    first = false;
-  }
+  static_cast<ProductPlans&>(*entry) =
+      plan_product(p, tile_config_candidates(dtype, family, options), family.wgmma, sms, blocks_per_sm, options);
   const GemmWorkPlan& plan = entry->plan;
-  if (family.wgmma && gets_wide_plan(p)) {
-    entry->wide_tiles = wide_tile_items(p).size();
-    entry->wide_split = wide_tile_plan(p, sms, options.wide_split);
-    if (entry->wide_split.split_tiles > 0) entry->wide_whole = wide_tile_plan(p, sms, Choice::Never);
-  }
-  if (family.wgmma && p.mask == Structure::UpperTriangular) entry->mirrored = items_with_mirror_zeros(p, plan);
-  if (family.wgmma && gets_tall_plan(p)) {
-    entry->tall = tall_tile_plan(p, sms);
-    entry->tall_writing = tall_tile_plan(p, sms, kTallTile.rows, kTallTile.cols, kTallCosts.write);
-  }
-  if (family.wgmma && gets_wide_structured_plan(p))
-    entry->wide_structured = tall_tile_plan(p, sms, kWideTile.rows, kWideTile.cols);
 
   // Upload once into one device table: the plan's items and counters (zeroed), then the other lists.
   // lay_out runs twice with the same calls: first to size the table (base null), then to fill it. The
@@ -160,43 +149,64 @@ std::unique_ptr<CachedPlan> build_cached_plan(const GemmProblem& p, DType dtype,
 
 }  // namespace
 
-PlanFacts CachedPlan::facts() const {
-  PlanFacts facts;
-  facts.wide_tiles = wide_tiles;
-  facts.wide_split_tiles = wide_split.split_tiles;
-  facts.wide_plan = wide_split_on_device.items != nullptr;
-  facts.wide_structured_tiles = wide_structured_on_device.items != nullptr ? wide_structured.compute_tiles : -1;
-  facts.tall_tiles = tall_on_device.items != nullptr ? tall.compute_tiles : -1;
-  return facts;
-}
+namespace {
 
-const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
-                              const GemmOptions& options) {
+PlanKey plan_key(const GemmProblem& p, DType dtype, int device, const GemmFamily& family, const GemmTuning& options) {
   // Whether C holds its zeros changes the plans of an Upper mask only (their tiles of zeros).
   const bool zeros_matter = p.mask == Structure::UpperTriangular;
-  auto key_of = [&](bool zeros_stored) {
-    return PlanKey{p.m, p.n, p.k, int(p.a.structure), int(p.b.structure), 2 * int(p.a.trans) + int(p.b.trans), int(p.mask),
-                   int(dtype), device, int(options.schedule),
-                   int(family.tf32) + int(family.wgmma) + 4 * int(family.dmma) +
-                       8 * int(dtype == DType::Float64 ? options.fp64_loop == Fp64Loop::Dmma
-                                                       : options.fp32_loop == Fp32Loop::Dmma) +
-                       16 * int(options.wide_split) +
-                       64 * int(zeros_matter && zeros_stored)};
-  };
-  PlanCache& cache = plan_cache();
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  auto found = cache.plans.find(key_of(p.c_zeros_stored));
+  return PlanKey{p.m, p.n, p.k, int(p.a.structure), int(p.b.structure), 2 * int(p.a.trans) + int(p.b.trans),
+                 int(p.mask), int(dtype), device, int(options.schedule),
+                 int(family.tf32) + int(family.wgmma) + 4 * int(family.dmma) +
+                     8 * int(dtype == DType::Float64 ? options.fp64_loop == Fp64Loop::Dmma
+                                                     : options.fp32_loop == Fp32Loop::Dmma) +
+                     16 * int(options.wide_split) + 64 * int(zeros_matter && p.c_zeros_stored)};
+}
+
+/// cached_plan with the cache's lock held.
+const CachedPlan& cached_plan_locked(PlanCache& cache, const GemmProblem& p, DType dtype, int device,
+                                     const GemmFamily& family, const GemmTuning& options) {
+  auto found = cache.plans.find(plan_key(p, dtype, device, family, options));
   if (found != cache.plans.end()) return *found->second;
-  if (zeros_matter) {
+  if (p.mask == Structure::UpperTriangular) {
     // Both entries at once: a training loop's first step writes its outputs' zeros, its later steps
     // find them in the blocks they get (GemmProblem::c_zeros_stored); neither then allocates.
     GemmProblem other = p;
     other.c_zeros_stored = !p.c_zeros_stored;
-    if (cache.plans.find(key_of(other.c_zeros_stored)) == cache.plans.end())
-      cache.plans.emplace(key_of(other.c_zeros_stored), build_cached_plan(other, dtype, device, family, options));
+    const PlanKey other_key = plan_key(other, dtype, device, family, options);
+    if (cache.plans.find(other_key) == cache.plans.end())
+      cache.plans.emplace(other_key, build_cached_plan(other, dtype, device, family, options));
   }
-  return *cache.plans.emplace(key_of(p.c_zeros_stored), build_cached_plan(p, dtype, device, family, options))
+  return *cache.plans.emplace(plan_key(p, dtype, device, family, options),
+                              build_cached_plan(p, dtype, device, family, options))
               .first->second;
+}
+
+bool aligned16(const void* data) { return reinterpret_cast<uintptr_t>(data) % 16 == 0; }
+
+}  // namespace
+
+const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
+                              const GemmTuning& options) {
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cached_plan_locked(cache, p, dtype, device, family, options);
+}
+
+const LaunchPlan& cached_launch(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
+                                const GemmTuning& options) {
+  const int layout = int(aligned16(p.a_data)) + 2 * int(aligned16(p.b_data)) + 4 * int(aligned16(p.c_data)) +
+                     8 * int(p.a.zeros_stored) + 16 * int(p.b.zeros_stored);
+  const LaunchKey key{plan_key(p, dtype, device, family, options), p.lda, p.ldb, p.ldc, layout, options};
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto found = cache.launches.find(key);
+  if (found != cache.launches.end()) return found->second;
+  const CachedPlan& plans = cached_plan_locked(cache, p, dtype, device, family, options);
+  const PlanFactsOf facts_of = [&](const GemmProblem& q) {
+    return cached_plan_locked(cache, q, dtype, device, family, options).facts();
+  };
+  return cache.launches.emplace(key, select_launch(p, plans.plan.config, facts_of, device_caps(device), options))
+      .first->second;
 }
 
 const DeviceCaps& device_caps(int device) {

@@ -8,7 +8,7 @@
 
 #include <structgrad/core/storage.h>
 #include <structgrad/core/types.h>
-#include "cuda/gemm/options.h"
+#include "cuda/gemm/tuning.h"
 #include "cuda/gemm/selection.h"
 #include "cuda/gemm/tile_scheduler.h"
 
@@ -22,37 +22,31 @@ struct DeviceBlockPlan {
   int* counters = nullptr;
 };
 
-/// The cached plans of one product shape on one device.
-struct CachedPlan {
-  GemmWorkPlan plan;                      ///< the one-item-per-block plan (its config: the product's)
+/// The cached plans of one product shape on one device: the host plans, and where each list is in
+/// the entry's one device table.
+struct CachedPlan : ProductPlans {
   std::unique_ptr<Storage> device_table;  ///< every list below, on the device
-  const GemmWorkItem* items = nullptr;
+  const GemmWorkItem* items = nullptr;    ///< plan's items, and its split tiles' arrival counters
   int* counters = nullptr;
-  /// The wide kernel's dense plans (gets_wide_plan): with the last round cut as the options say,
-  /// and (where that one has split tiles) without, for launches whose C takes no TMA stores.
-  size_t wide_tiles = 0;
-  WidePlan wide_split, wide_whole;
-  DeviceBlockPlan wide_split_on_device, wide_whole_on_device;
-  /// The wide kernel's plan of a structured product (gets_wide_structured_plan).
-  TallPlan wide_structured;
-  DeviceBlockPlan wide_structured_on_device;
-  /// Under an Upper mask: the plan's items with the tiles below the diagonal stored by their mirror
-  /// tiles (items_with_mirror_zeros), for the register-B kernel's TMA stores.
-  std::vector<GemmWorkItem> mirrored;
+  DeviceBlockPlan wide_split_on_device, wide_whole_on_device, wide_structured_on_device;
   const GemmWorkItem* mirrored_items = nullptr;
-  /// The tall kernel's plans (gets_tall_plan): plain, and for a launch that also writes op(A)ᵀ.
-  TallPlan tall, tall_writing;
   DeviceBlockPlan tall_on_device, tall_writing_on_device;
   const KRange* tall_writing_runs = nullptr;
-
-  /// What the kernel selection needs to know of these plans.
-  PlanFacts facts() const;
 };
 
 /// The plans of `p` (its mirrors resolved: with_stored_mirrors_as_dense) on `device` for `family`,
 /// built on first use. Thread-safe; entries live as long as the process.
 const CachedPlan& cached_plan(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
-                              const GemmOptions& options);
+                              const GemmTuning& options);
+
+/// The launch plan of `p` (select_launch over the cached plans), made on first use per shape, operand
+/// layout (leading dimensions, 16-byte alignment, vouched zeros) and tuning. Thread-safe.
+const LaunchPlan& cached_launch(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
+                                const GemmTuning& options);
+
+/// The one-item-per-block plan launch_structured_gemm uses for `p` on `device` (built on first use,
+/// cached); for the tests and the benchmark.
+const GemmWorkPlan& structured_gemm_plan(const GemmProblem& p, DType dtype, int device);
 
 /// What the selection needs to know of `device` (queried once).
 const DeviceCaps& device_caps(int device);

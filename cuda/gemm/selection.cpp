@@ -1,10 +1,13 @@
-// Kernel selection (selection.h). The table, in the order the rules are tried:
+// Kernel selection (selection.h): select_launch makes a product's launch plan, in this order:
 //
 //   family      float64: DFMA. float32: exact on the FP64 tensor cores (sm_90a code on a full-rate
 //               float64 device) or FFMA; TF32 on wgmma (sm_90a code, compute capability 9.0) or
-//               mma.sync (sm_80+), unless the options force another loop.
-//   tiles       TF32 and float64: one configuration. Exact float32: the large tiles (FP64 MMA or
-//               FFMA) against the small FFMA tiles, whichever plan the cost model finishes first.
+//               mma.sync (sm_80+), unless the tuning forces another loop.
+//   tiles       TF32: one configuration. Exact float32 and float64: the tensor cores' tiles against
+//               the CUDA cores', whichever plan the cost model finishes first (the plan cache ranks them).
+//   copies      relayout (wgmma): a k-major or Symmetric operand copied outer-major where the reuse
+//               of the copy pays for it, B not where the register-B or the tall kernel reads it as it
+//               lies; the FP64 loop copies Symmetric operands k-major.
 //   wgmma       wide structured   both operands by direct copies, one triangular, B holding its
 //   kernels                       zeros, C taking TMA stores, ≥ 1 tile per SM (2 SMs with a Dense operand)
 //               wide              both operands direct and Dense, the persistent rounds ≥ 80 % full
@@ -15,8 +18,8 @@
 //               register-B        A direct, B raw, one triangular
 //               tiled + TMA       any operand with a map (the variant by which, and by structure)
 //               tiled, staged     no maps (small or unaligned operands)
-//   copies      relayout (wgmma): a k-major or Symmetric operand copied outer-major where the reuse
-//               of the copy pays for it; the FP64 loop copies Symmetric operands k-major.
+//   encoding    the maps each kernel reads and writes: C by TMA stores where it takes them, B's raw
+//               steps as one box where its rows hold whole column blocks, op(A)ᵀ from the tall kernel.
 //
 // The thresholds are measured on an H100 (docs/structured_gemm.md, "Kernel selection").
 #include "cuda/gemm/selection.h"
@@ -35,7 +38,7 @@ bool full_tma(Tf32Loop loop) { return loop == Tf32Loop::Auto || loop == Tf32Loop
 
 bool wgmma_usable(const DeviceCaps& caps) { return caps.sm90a_code && caps.compute_capability == 90; }
 
-bool register_b_on(const GemmOptions& options) { return options.register_b != Choice::Never; }
+bool register_b_on(const GemmTuning& options) { return options.register_b != Choice::Never; }
 
 bool triangular(const OperandView<float>& v) {
   return v.pattern == Pattern::KAtLeastOuter || v.pattern == Pattern::KAtMostOuter;
@@ -48,14 +51,14 @@ constexpr int64_t kTallForCopyRows = 4096;
 constexpr int64_t kKMajorCopySymmetricFrom = 1024;
 
 bool wide_split_runs(const GemmArgs<float>& args, const PlanFacts& plans, const DeviceCaps& caps,
-                     const GemmOptions& options) {
+                     const GemmTuning& options) {
   return plans.wide_split_tiles > 0 && options.wide_tma_store && output_takes_tma_stores(args, caps.tensor_maps);
 }
 
 /// The wide kernel on a dense-shaped product: where the persistent blocks' rounds of items are at
 /// least 80 % full or its last round is cut in k, and not under an Upper mask.
 bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, const DeviceCaps& caps,
-                    const GemmOptions& options) {
+                    const GemmTuning& options) {
   if (options.tf32_loop != Tf32Loop::Auto || options.wide_tiles == Choice::Never) return false;
   if (options.wide_tiles == Choice::Always) return true;
   if (p.mask == Structure::UpperTriangular) return false;
@@ -64,7 +67,7 @@ bool wide_tiles_pay(const GemmProblem& p, size_t items, bool split, const Device
 }
 
 bool wide_structured_pays(const GemmArgs<float>& args, const PlanFacts& plans, const DeviceCaps& caps,
-                          const GemmOptions& options) {
+                          const GemmTuning& options) {
   if (options.wide_tiles == Choice::Never || options.tf32_loop != Tf32Loop::Auto || !options.wide_tma_store ||
       plans.wide_structured_tiles < 0 || !output_takes_tma_stores(args, caps.tensor_maps))
     return false;
@@ -76,7 +79,7 @@ bool wide_structured_pays(const GemmArgs<float>& args, const PlanFacts& plans, c
 }
 
 bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandView<float>& b, const PlanFacts& plans,
-               const DeviceCaps& caps, const GemmOptions& options) {
+               const DeviceCaps& caps, const GemmTuning& options) {
   if (options.tall_tiles == Choice::Never || options.tf32_loop != Tf32Loop::Auto || !register_b_on(options) ||
       plans.tall_tiles < 0)
     return false;
@@ -90,16 +93,16 @@ bool tall_pays(const GemmProblem& p, const OperandView<float>& a, const OperandV
 
 /// The tiled-family kernel of a wgmma product whose operands have the maps `has`.
 WgmmaChoice tiled_wgmma_kernel(const OperandView<float>& a, const OperandView<float>& b, uint32_t has,
-                               const GemmOptions& options) {
+                               const GemmTuning& options) {
   const Tf32Loop loop = options.tf32_loop;
   const bool a_tma = has & (kADirect | kARaw), b_tma = has & (kBDirect | kBRaw);
   const bool any_triangular = triangular(a) || triangular(b);
   // Both operands by direct copies only: no raw ring, its space a third buffer.
   const bool deep = has == (kADirect | kBDirect);
   // Where both are Dense the one-barrier-per-step kernel is faster than the pipelined one.
-  if (deep && any_triangular && loop == Tf32Loop::Auto) return {WgmmaKernel::Pipelined, TmaVariant::AB, has};
+  if (deep && any_triangular && loop == Tf32Loop::Auto) return {GemmKernel::Pipelined, TmaVariant::AB, has};
   if (has == (kADirect | kBRaw) && any_triangular && loop == Tf32Loop::Auto && register_b_on(options))
-    return {WgmmaKernel::RegisterB, TmaVariant::AB, has};
+    return {GemmKernel::RegisterB, TmaVariant::AB, has};
   // A triangular operand's diagonal-crossing steps by TMA too, except where both operands are
   // k-major (one of them stays on the register stager).
   const bool diag = any_triangular && full_tma(loop) && !(a.layout == Layout::KMajor && b.layout == Layout::KMajor);
@@ -113,12 +116,12 @@ WgmmaChoice tiled_wgmma_kernel(const OperandView<float>& a, const OperandView<fl
                              : a_tma && b_tma         ? TmaVariant::AB
                              : a_tma                  ? TmaVariant::A
                                                       : TmaVariant::B;
-  return {WgmmaKernel::Tma, variant, has};
+  return {GemmKernel::Tma, variant, has};
 }
 
 }  // namespace
 
-GemmFamily select_family(DType dtype, bool tf32, const DeviceCaps& caps, const GemmOptions& options) {
+GemmFamily select_family(DType dtype, bool tf32, const DeviceCaps& caps, const GemmTuning& options) {
   GemmFamily family;
   family.tf32 = dtype == DType::Float32 && tf32 && caps.compute_capability >= 80;
   family.wgmma = family.tf32 && options.tf32_loop != Tf32Loop::MmaSync && wgmma_usable(caps);
@@ -129,7 +132,7 @@ GemmFamily select_family(DType dtype, bool tf32, const DeviceCaps& caps, const G
 }
 
 std::vector<GemmTileConfig> tile_config_candidates(DType dtype, const GemmFamily& family,
-                                                   const GemmOptions& options) {
+                                                   const GemmTuning& options) {
   if (dtype == DType::Float64) {
     if (!family.dmma) return {GemmTileConfig::Float64};
     if (options.fp64_loop == Fp64Loop::Dmma) return {GemmTileConfig::Float64Dmma};
@@ -195,8 +198,14 @@ bool output_takes_tma_stores(const GemmArgs<float>& args, bool tensor_maps) {
   return rows_take_tma_stores(args.c, args.ldc, args.n) && args.mask != Structure::Symmetric && tensor_maps;
 }
 
+bool rows_hold_column_blocks(const OperandView<float>& v) {
+  // The columns past the extent are read from the row's padding or the next row, and meet only
+  // output columns past n.
+  return v.ld >= 32 * ((int64_t{v.extent} + 31) / 32);
+}
+
 WgmmaChoice select_wgmma_kernel(const GemmProblem& p, const GemmArgs<float>& args, const PlanFacts& plans,
-                                const DeviceCaps& caps, const GemmOptions& options) {
+                                const DeviceCaps& caps, const GemmTuning& options) {
   const uint32_t a_maps = tile_maps_wanted(args.a, p.k, options.tf32_loop, caps.tensor_maps);
   const uint32_t b_maps = tile_maps_wanted(args.b, p.k, options.tf32_loop, caps.tensor_maps);
   const uint32_t has = a_maps | b_maps << 2;
@@ -205,15 +214,15 @@ WgmmaChoice select_wgmma_kernel(const GemmProblem& p, const GemmArgs<float>& arg
                     plans.wide_plan &&
                     wide_tiles_pay(p, plans.wide_tiles, wide_split_runs(args, plans, caps, options), caps, options);
   if (!wide && both_direct && wide_structured_pays(args, plans, caps, options))
-    return {WgmmaKernel::WideStructured, TmaVariant::AB, has};
-  if (wide) return {WgmmaKernel::Wide, TmaVariant::AB, has};
+    return {GemmKernel::WideStructured, TmaVariant::AB, has};
+  if (wide) return {GemmKernel::Wide, TmaVariant::AB, has};
   if (has == (kADirect | kBRaw) && tall_pays(p, args.a, args.b, plans, caps, options))
-    return {WgmmaKernel::Tall, TmaVariant::AB, has};
+    return {GemmKernel::Tall, TmaVariant::AB, has};
   if (has & (kADirect | kARaw | kBDirect | kBRaw)) return tiled_wgmma_kernel(args.a, args.b, has, options);
-  return {WgmmaKernel::Staged, TmaVariant::AB, 0};
+  return {GemmKernel::Tiled, TmaVariant::AB, 0};  // every tile staged through registers
 }
 
-bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a, const GemmOptions& options) {
+bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a, const GemmTuning& options) {
   // Each k-step of A that the launch reads is written by one item that reads it; where the plan
   // cannot lie so, by the item whose column tile holds its k, so k must lie within C's column tiles.
   // A Upper (the tiles an Upper mask leaves empty hold only its zeros) or Dense under a Full mask
@@ -224,7 +233,7 @@ bool tall_writes_transposed_a(const GemmProblem& p, const OperandView<float>& a,
   return a_ok && p.k <= column_tiles_end;
 }
 
-bool relayout_pays(const GemmProblem& p, bool is_b, const DeviceCaps& caps, const GemmOptions& options) {
+bool relayout_pays(const GemmProblem& p, bool is_b, const DeviceCaps& caps, const GemmTuning& options) {
   if (options.relayout == Choice::Never || !full_tma(options.tf32_loop) || !caps.tensor_maps) return false;
   const GemmOperand d = is_b ? p.b : p.a;
   const int64_t extent = is_b ? p.n : p.m;
@@ -249,7 +258,7 @@ bool relayout_pays(const GemmProblem& p, bool is_b, const DeviceCaps& caps, cons
   return reuse >= 4096;  // Dense·Upper, Upper·Dense, Upper·Sym
 }
 
-bool k_major_copy_pays(const GemmProblem& p, bool is_b, const GemmOptions& options) {
+bool k_major_copy_pays(const GemmProblem& p, bool is_b, const GemmTuning& options) {
   // The FP64 loop stages k-major tiles with 16-byte stores, outer-major ones with four scalar
   // stores per vector, and a Symmetric operand's steps element by element near the diagonal. A
   // Symmetric operand's k-major copy pays from kKMajorCopySymmetricFrom on; an outer-major
@@ -265,7 +274,7 @@ bool k_major_copy_pays(const GemmProblem& p, bool is_b, const GemmOptions& optio
   return d.structure == Structure::Symmetric && std::min(extent, p.k) >= kKMajorCopySymmetricFrom;
 }
 
-bool register_b_replaces_copy(const GemmProblem& p, bool a_copied, const GemmOptions& options) {
+bool register_b_replaces_copy(const GemmProblem& p, bool a_copied, const GemmTuning& options) {
   // Under forced relayout (tests, benchmark) B is still copied, unless the kernel is forced too.
   if (!register_b_on(options) || options.tf32_loop != Tf32Loop::Auto) return false;
   if (options.relayout == Choice::Always && options.register_b != Choice::Always) return false;
@@ -277,7 +286,7 @@ bool register_b_replaces_copy(const GemmProblem& p, bool a_copied, const GemmOpt
 }
 
 bool tall_replaces_copy(const GemmProblem& p, const PlanFacts& plans, const DeviceCaps& caps,
-                        const GemmOptions& options) {
+                        const GemmTuning& options) {
   if (p.a.structure != Structure::Dense || p.b.structure != Structure::Dense || p.a.trans || p.b.trans) return false;
   if (p.m > kTallForCopyRows && options.tall_tiles != Choice::Always) return false;
   if (options.relayout == Choice::Always && options.tall_tiles != Choice::Always) return false;
@@ -286,6 +295,167 @@ bool tall_replaces_copy(const GemmProblem& p, const PlanFacts& plans, const Devi
   const uint32_t has = tile_maps_wanted(a, p.k, options.tf32_loop, caps.tensor_maps) |
                        tile_maps_wanted(b, p.k, options.tf32_loop, caps.tensor_maps) << 2;
   return has == (kADirect | kBRaw) && tall_pays(p, a, b, plans, caps, options);
+}
+
+PlanFacts ProductPlans::facts() const {
+  PlanFacts facts;
+  facts.wide_tiles = wide_tiles;
+  facts.wide_split_tiles = wide_split.split_tiles;
+  facts.wide_plan = !wide_split.items.empty();
+  facts.wide_structured_tiles = wide_structured.items.empty() ? -1 : wide_structured.compute_tiles;
+  facts.tall_tiles = tall.items.empty() ? -1 : tall.compute_tiles;
+  facts.mirrored_items = !mirrored.empty();
+  return facts;
+}
+
+ProductPlans plan_product(const GemmProblem& p, const std::vector<GemmTileConfig>& configs, bool wgmma, int sms,
+                          const std::function<int(GemmTileConfig)>& blocks_per_sm, const GemmTuning& options) {
+  ProductPlans plans;
+  bool first = true;
+  for (const GemmTileConfig config : configs) {
+    const int per_sm = blocks_per_sm(config);
+    GemmWorkPlan plan = plan_structured_gemm(p, config, sms * per_sm, per_sm, options.schedule);
+    if (first || plan.estimated_cycles < plans.plan.estimated_cycles) plans.plan = std::move(plan);
+    first = false;
+  }
+  if (!wgmma) return plans;
+  if (gets_wide_plan(p)) {
+    plans.wide_tiles = wide_tile_items(p).size();
+    plans.wide_split = wide_tile_plan(p, sms, options.wide_split);
+    if (plans.wide_split.split_tiles > 0) plans.wide_whole = wide_tile_plan(p, sms, Choice::Never);
+  }
+  if (p.mask == Structure::UpperTriangular) plans.mirrored = items_with_mirror_zeros(p, plans.plan);
+  if (gets_tall_plan(p)) {
+    plans.tall = tall_tile_plan(p, sms);
+    plans.tall_writing = tall_tile_plan(p, sms, kTallTile.rows, kTallTile.cols, kTallCosts.write);
+  }
+  if (gets_wide_structured_plan(p)) plans.wide_structured = tall_tile_plan(p, sms, kWideTile.rows, kWideTile.cols);
+  return plans;
+}
+
+const char* gemm_kernel_name(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::Tiled: return "tiled";
+    case GemmKernel::Tma: return "tiled with TMA copies";
+    case GemmKernel::Pipelined: return "pipelined";
+    case GemmKernel::RegisterB: return "register-B";
+    case GemmKernel::Tall: return "tall";
+    case GemmKernel::Wide: return "wide";
+    case GemmKernel::WideStructured: return "wide, structured plan";
+  }
+  return "?";
+}
+
+int64_t copy_ld(const GemmProblem& p, bool is_b, bool k_major) {
+  const int64_t extent = is_b ? p.n : p.m;
+  const int64_t cols = k_major ? extent : p.k;
+  return (cols + 3) / 4 * 4;  // 16-byte rows: the vector and TMA paths take them
+}
+
+bool mirror_copy(const GemmProblem& p, bool is_b, bool k_major) {
+  const OperandView<float> v = operand_view<float>(is_b ? p.b_data : p.a_data, is_b ? p.b : p.a, is_b,
+                                                   is_b ? p.n : p.m, is_b ? p.ldb : p.lda);
+  return !k_major && v.pattern == Pattern::Symmetric && v.vector_ok;
+}
+
+GemmProblem on_copies(const GemmProblem& p, const OperandCopies& copies, const void* a_copy, const void* b_copy) {
+  GemmProblem q = p;
+  for (const bool is_b : {false, true}) {
+    if (!(is_b ? copies.b : copies.a)) continue;
+    // Outer-major: A not transposed, B transposed; k-major the other way (operand_view). The structure
+    // of op(X) stays; a Symmetric operand's copy holds both triangles.
+    const GemmOperand d = is_b ? p.b : p.a;
+    (is_b ? q.b : q.a) = GemmOperand{d.structure == Structure::Symmetric ? Structure::Dense : d.structure,
+                                     copies.k_major != is_b};
+    (is_b ? q.b_data : q.a_data) = is_b ? b_copy : a_copy;
+    (is_b ? q.ldb : q.lda) = copy_ld(p, is_b, copies.k_major);
+  }
+  return q;
+}
+
+GemmArgs<float> wgmma_args(const GemmProblem& p, const OperandCopies& copies) {
+  GemmArgs<float> args{};
+  args.a = operand_view<float>(p.a_data, p.a, false, p.m, p.lda);
+  args.b = operand_view<float>(p.b_data, p.b, true, p.n, p.ldb);
+  // A copy holds its zeros, and so does an operand whose caller vouches for them (an UpperTriangular
+  // tensor: GemmOperand::zeros_stored); the kernels that copy whole tiles then need not write them.
+  args.a.zeros_stored = copy_holds_zeros(copies, false) || p.a.zeros_stored;
+  args.b.zeros_stored = copy_holds_zeros(copies, true) || p.b.zeros_stored;
+  args.c = static_cast<float*>(p.c_data);
+  args.ldc = p.ldc;
+  args.m = static_cast<int32_t>(p.m);
+  args.n = static_cast<int32_t>(p.n);
+  args.alpha = static_cast<float>(p.alpha);
+  args.mask = p.mask;
+  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0;
+  return args;
+}
+
+namespace {
+
+/// Where a copy will be: any 16-byte aligned address stands in (the caching allocator's blocks are).
+const void* const kCopyStandIn = reinterpret_cast<const void*>(uintptr_t{256});
+
+/// The wgmma product's plan: the copies, then the kernel on them and what it encodes.
+void select_wgmma_launch(const GemmProblem& p, const PlanFactsOf& facts_of, const DeviceCaps& caps,
+                         const GemmTuning& options, LaunchPlan& plan) {
+  const PlanFacts facts = facts_of(p);
+  OperandCopies& copies = plan.copies;
+  copies.a = relayout_pays(p, false, caps, options);
+  copies.b = relayout_pays(p, true, caps, options) && !register_b_replaces_copy(p, copies.a, options) &&
+             !(!copies.a && tall_replaces_copy(p, facts, caps, options));
+  const GemmProblem q = copies.any() ? on_copies(p, copies, kCopyStandIn, kCopyStandIn) : p;
+  const PlanFacts q_facts = copies.any() ? facts_of(q) : facts;
+  const GemmArgs<float> args = wgmma_args(q, copies);
+  const WgmmaChoice choice = select_wgmma_kernel(q, args, q_facts, caps, options);
+  plan.kernel = choice.kernel;
+  plan.variant = choice.variant;
+  plan.maps = choice.maps;
+  // A mirror copy's stored triangle comes from the operand's own storage, through a direct map.
+  if (copies.a && mirror_copy(p, false, false) && (plan.maps & kADirect)) plan.stored_maps |= 1;
+  if (copies.b && mirror_copy(p, true, false) && (plan.maps & kBDirect)) plan.stored_maps |= 2;
+  const bool c_stores = output_takes_tma_stores(args, caps.tensor_maps);
+  switch (plan.kernel) {
+    case GemmKernel::WideStructured: plan.maps |= kCStore; break;  // (wide_structured_pays asked for it)
+    case GemmKernel::Wide:
+      if (options.wide_tma_store && c_stores) plan.maps |= kCStore;
+      // Split tiles meet in C by TMA stores and reductions; without those, the plan without.
+      plan.whole_plan = q_facts.wide_split_tiles > 0 && !(plan.maps & kCStore);
+      break;
+    case GemmKernel::Tall: {
+      plan.maps |= kCStore;  // (tall_pays asked for it)
+      if (rows_hold_column_blocks(args.b)) plan.maps |= kBRawBlocks;
+      GemmProblem with_buffer = q;  // a buffer stands in: the question is the kernel's
+      with_buffer.at = reinterpret_cast<void*>(uintptr_t{16});
+      plan.writes_at = !copies.any() && tall_writes_transposed_a(with_buffer, args.a, options);
+      break;
+    }
+    case GemmKernel::RegisterB:
+      // B's k-step as one 3-D box where its rows hold whole column blocks; C by TMA stores where it
+      // takes them, and then the tiles below the diagonal stored by their mirror tiles' blocks.
+      if (rows_hold_column_blocks(args.b)) plan.maps |= kBRawBlocks;
+      if (c_stores) plan.maps |= kCStore;
+      plan.mirrored_items = c_stores && q_facts.mirrored_items;
+      break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+LaunchPlan select_launch(const GemmProblem& p, GemmTileConfig config, const PlanFactsOf& facts_of,
+                         const DeviceCaps& caps, const GemmTuning& options) {
+  LaunchPlan plan;
+  plan.config = config;
+  switch (config) {
+    case GemmTileConfig::Float32Tf32Wgmma: select_wgmma_launch(p, facts_of, caps, options, plan); break;
+    case GemmTileConfig::Float32Dmma:
+      // The FP64 loop reads the copies through the plan of `p` (the same op(A), op(B)).
+      plan.copies = {k_major_copy_pays(p, false, options), k_major_copy_pays(p, true, options), true};
+      break;
+    default: break;
+  }
+  return plan;
 }
 
 }  // namespace sg::detail::cuda

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/gemm/options.h"
+#include "cuda/gemm/tuning.h"
 #include "cuda/gemm/tile_shapes.h"
 #include "ops/gemm_desc.h"
 

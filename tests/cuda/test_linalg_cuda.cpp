@@ -22,7 +22,7 @@
 
 #include "ops/backend.h"
 #if defined(SG_WITH_CUDA)
-#include "cuda/linalg.h"
+#include "cuda/linalg_tuning.h"
 #endif
 
 namespace {
@@ -114,18 +114,18 @@ namespace cu = sg::detail::cuda;
 /// The library's settings and the others that change which kernels run: the small-product kernel up
 /// to 256 in both dtypes, every product on the GEMM, and that with the float32 / float64 choice of
 /// Dense triangular operands flipped.
-const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>>& settings() {
-  static const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>> all = {
-      {"", [](cu::LinalgOptions&) {}},
-      {" (own products to 256)", [](cu::LinalgOptions& o) {
+const std::vector<std::pair<std::string, std::function<void(cu::LinalgTuning&)>>>& settings() {
+  static const std::vector<std::pair<std::string, std::function<void(cu::LinalgTuning&)>>> all = {
+      {"", [](cu::LinalgTuning&) {}},
+      {" (own products to 256)", [](cu::LinalgTuning& o) {
          o.own_products_up_to_f32 = 256;
          o.own_products_up_to_f64 = 256;
        }},
-      {" (GEMM only)", [](cu::LinalgOptions& o) {
+      {" (GEMM only)", [](cu::LinalgTuning& o) {
          o.own_products_up_to_f32 = 0;
          o.own_products_up_to_f64 = 0;
        }},
-      {" (GEMM only, dense flipped)", [](cu::LinalgOptions& o) {
+      {" (GEMM only, dense flipped)", [](cu::LinalgTuning& o) {
          o.own_products_up_to_f32 = 0;
          o.own_products_up_to_f64 = 0;
          o.dense_triangles_f32 = !o.dense_triangles_f32;
@@ -136,10 +136,10 @@ const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>
 }
 
 /// settings() and the Cholesky's other order of leaves (64 or 128, whichever is not the default).
-const std::vector<std::pair<std::string, std::function<void(cu::LinalgOptions&)>>>& cholesky_settings() {
+const std::vector<std::pair<std::string, std::function<void(cu::LinalgTuning&)>>>& cholesky_settings() {
   static const auto all = [] {
     auto list = settings();
-    list.emplace_back(" (other leaf order)", [](cu::LinalgOptions& o) {
+    list.emplace_back(" (other leaf order)", [](cu::LinalgTuning& o) {
       o.cholesky_leaf_f32 = 192 - o.cholesky_leaf_f32;
       o.cholesky_leaf_f64 = 192 - o.cholesky_leaf_f64;
     });
@@ -179,7 +179,7 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
         const sg::Tensor t = sg::from_vector(tv, {n, n}, on(kCuda0, dtype));
         for (size_t path = 0; path <= settings().size(); ++path) {
           const bool few = path == settings().size();
-          cu::LinalgOptionsGuard guard([&](cu::LinalgOptions& o) {
+          cu::LinalgTuningGuard guard([&](cu::LinalgTuning& o) {
             if (!few) settings()[path].second(o);
             o.few_columns = few ? k : 0;
           });
@@ -219,7 +219,7 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
     sg::Tensor info = sg::Tensor::empty({}, on(kCuda0, sg::kInt64));
     const std::vector<double> lv_ref = l_ref.to_vector_as<double>();
     for (const auto& [setting, edit] : cholesky_settings()) {
-      cu::LinalgOptionsGuard guard(edit);
+      cu::LinalgTuningGuard guard(edit);
       gpu.cholesky(a, l, info);
       EXPECT_EQ(info.item(), 0.0) << "n=" << n << setting;
       const std::vector<double> lv = l.to_vector_as<double>();
@@ -238,8 +238,8 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
         cpu.cholesky(b_ref, l_ref, info_ref);
         const sg::Tensor b = sg::from_vector(bv, {n, n}, on(kCuda0, dtype));
         for (const int64_t leaf : {int64_t{64}, int64_t{128}}) {
-          cu::LinalgOptionsGuard guard(
-              [leaf](cu::LinalgOptions& o) { o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf; });
+          cu::LinalgTuningGuard guard(
+              [leaf](cu::LinalgTuning& o) { o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf; });
           gpu.cholesky(b, l, info);
           EXPECT_EQ(info.item(), info_ref.item()) << "n=" << n << " bad pivot " << bad << " at " << p << " leaf "
                                                   << leaf;
@@ -277,7 +277,7 @@ TEST_P(LinalgCuda, TriangularInverseMatchesCpu) {
       sg::Tensor m = sg::Tensor::empty({n, n}, on(kCuda0, dtype));
       const std::vector<double> mv_ref = m_ref.to_vector_as<double>();
       for (const auto& [setting, edit] : settings()) {
-        cu::LinalgOptionsGuard guard(edit);
+        cu::LinalgTuningGuard guard(edit);
         gpu.triangular_inverse(t, kind, unit, m);
         const std::vector<double> mv = m.to_vector_as<double>();
         const double error = sgtest::rel_error(mv, mv_ref);

@@ -28,6 +28,8 @@
 #if defined(SG_WITH_CUDA)
 #include <cuda_runtime.h>
 
+#include "cuda/gemm/plan_cache.h"
+#include "cuda/gemm/tuning.h"
 #include "cuda/structured_gemm.h"
 #endif
 
@@ -39,9 +41,9 @@ namespace cu = sg::detail::cuda;
 /// Changes the options of every later product (each test puts the defaults back as it goes).
 template <class Edit>
 void set_option(Edit edit) {
-  cu::GemmOptions options = cu::gemm_options();
+  cu::GemmTuning options = cu::gemm_tuning();
   edit(options);
-  cu::set_gemm_options(options);
+  cu::set_gemm_tuning(options);
 }
 #endif
 
@@ -67,7 +69,7 @@ enum class ExactLoop { Auto, Fma, Dmma };
 
 #if defined(SG_WITH_CUDA)
 /// Sets the loops of exact float32 and of float64 as `loop` says.
-void apply(ExactLoop loop, cu::GemmOptions& o) {
+void apply(ExactLoop loop, cu::GemmTuning& o) {
   o.fp32_loop = loop == ExactLoop::Fma ? cu::Fp32Loop::Fma : loop == ExactLoop::Dmma ? cu::Fp32Loop::Dmma
                                                                                     : cu::Fp32Loop::Auto;
   o.fp64_loop = loop == ExactLoop::Fma ? cu::Fp64Loop::Dfma : loop == ExactLoop::Dmma ? cu::Fp64Loop::Dmma
@@ -92,7 +94,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     sg::set_matmul_precision(g_tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
 #if defined(SG_WITH_CUDA)
     const GemmPrecision& precision = GetParam();
-    set_option([&](cu::GemmOptions& o) {
+    set_option([&](cu::GemmTuning& o) {
       o.tf32_loop = precision.mma_sync ? cu::Tf32Loop::MmaSync
                     : precision.staged ? cu::Tf32Loop::WgmmaStaged
                                        : cu::Tf32Loop::Auto;
@@ -112,7 +114,7 @@ class CudaGemm : public ::testing::TestWithParam<GemmPrecision> {
     g_tf32 = false;
     sg::set_matmul_precision(sg::Precision::Float32);
 #if defined(SG_WITH_CUDA)
-    cu::set_gemm_options(cu::GemmOptions{});
+    cu::set_gemm_tuning(cu::GemmTuning{});
 #endif
   }
   sg::DType dtype() const { return GetParam().dtype; }
@@ -210,7 +212,7 @@ TEST_P(CudaGemm, MatmulIssuedProductsWithTheirInvariantsAt2048) {
   if (precision.exact_loop != ExactLoop::Auto || precision.relayout || precision.mma_sync || precision.staged)
     GTEST_SKIP() << "a forced loop or relayout: the default float32, float64 and tf32 instances run this at 2048";
 #if defined(SG_WITH_CUDA)
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Auto; });
 #endif
   std::mt19937_64 rng(12);
   for (const GemmProblem& p : matmul_issued_products(2048)) SG_EXPECT_PRODUCT(kCuda0, p, dtype(), rng);
@@ -313,7 +315,7 @@ class ScopedExact {
   static void reset() {
     g_tf32 = false;
     sg::set_matmul_precision(sg::Precision::Float32);
-    cu::set_gemm_options(cu::GemmOptions{});
+    cu::set_gemm_tuning(cu::GemmTuning{});
   }
 };
 
@@ -324,7 +326,7 @@ class ScopedTf32 : ScopedExact {
   explicit ScopedTf32(cu::Tf32Loop loop = cu::Tf32Loop::Auto, cu::Choice relayout = cu::Choice::Auto) {
     g_tf32 = true;
     sg::set_matmul_precision(sg::Precision::TF32);
-    set_option([&](cu::GemmOptions& o) {
+    set_option([&](cu::GemmTuning& o) {
       o.tf32_loop = loop;
       o.relayout = relayout;
       o.poison_copies = true;  // a product reading what a copy does not hold fails
@@ -412,9 +414,9 @@ TEST(MatmulPrecision, InfinitiesAndNaNsPropagateInEveryMode) {
   for (int mode = 0; mode < 8; ++mode) {
     const bool exact = mode == 0 || mode == 7;
     sg::set_matmul_precision(exact ? sg::Precision::Float32 : sg::Precision::TF32);
-    set_option([&](cu::GemmOptions& o) { o.fp32_loop = mode == 7 ? cu::Fp32Loop::Fma : cu::Fp32Loop::Auto; });
-    set_option([&](cu::GemmOptions& o) { o.tf32_loop = loops[mode]; });
-    set_option([&](cu::GemmOptions& o) { o.relayout = mode >= 5 ? cu::Choice::Always
+    set_option([&](cu::GemmTuning& o) { o.fp32_loop = mode == 7 ? cu::Fp32Loop::Fma : cu::Fp32Loop::Auto; });
+    set_option([&](cu::GemmTuning& o) { o.tf32_loop = loops[mode]; });
+    set_option([&](cu::GemmTuning& o) { o.relayout = mode >= 5 ? cu::Choice::Always
                                                      : cu::Choice::Never; });
     const std::vector<double> out =
         sg::matmul(product.a.to(sg::kFloat32).to(kCuda0), product.b.to(sg::kFloat32).to(kCuda0)).to_vector();
@@ -460,7 +462,7 @@ TEST(MatmulPrecision, Float64InfinitiesAndNaNsPropagateOnBothLoops) {
   const bool fp64_cores = fp64_tensor_cores_run();
   for (const cu::Fp64Loop loop : {cu::Fp64Loop::Dfma, cu::Fp64Loop::Dmma}) {
     if (loop == cu::Fp64Loop::Dmma && !fp64_cores) continue;  // (forced, it would run DFMA again)
-    set_option([&](cu::GemmOptions& o) { o.fp64_loop = loop; });
+    set_option([&](cu::GemmTuning& o) { o.fp64_loop = loop; });
     const int64_t launches = cu::gemm_stats().dmma_f64_launches;
     const std::vector<double> out = sg::matmul(product.a.to(kCuda0), product.b.to(kCuda0)).to_vector();
     EXPECT_EQ(cu::gemm_stats().dmma_f64_launches - launches, loop == cu::Fp64Loop::Dmma ? 1 : 0);
@@ -478,15 +480,15 @@ TEST(CudaGemmTf32Loop, EachLoopRunsWhereItShould) {
   p.lda = p.ldb = p.ldc = p.n;
   const GemmTileConfig expected = sm90a_code_runs() ? GemmTileConfig::Float32Tf32Wgmma : GemmTileConfig::Float32Tf32;
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::WgmmaStaged; });
+  set_option([&](cu::GemmTuning& o) { o.tf32_loop = cu::Tf32Loop::WgmmaStaged; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::WgmmaTmaOuterMajor; });
+  set_option([&](cu::GemmTuning& o) { o.tf32_loop = cu::Tf32Loop::WgmmaTmaOuterMajor; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::WgmmaBarrierPerStep; });
+  set_option([&](cu::GemmTuning& o) { o.tf32_loop = cu::Tf32Loop::WgmmaBarrierPerStep; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, expected);
-  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::MmaSync; });
+  set_option([&](cu::GemmTuning& o) { o.tf32_loop = cu::Tf32Loop::MmaSync; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Tf32);
-  set_option([&](cu::GemmOptions& o) { o.tf32_loop = cu::Tf32Loop::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.tf32_loop = cu::Tf32Loop::Auto; });
 }
 
 /// An FP64 tensor-core loop and the CUDA-core loop it stands beside, for one dtype.
@@ -508,7 +510,7 @@ void expect_tensor_core_loop(const TensorCoreLoop& loop) {
   GemmProblem p = square(4096, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   p.lda = p.ldb = p.ldc = p.n;
   for (ExactLoop choice : {ExactLoop::Auto, ExactLoop::Fma, ExactLoop::Dmma}) {
-    set_option([&](cu::GemmOptions& o) { apply(choice, o); });
+    set_option([&](cu::GemmTuning& o) { apply(choice, o); });
     EXPECT_EQ(cu::structured_gemm_plan(p, loop.dtype, 0).config,
               fp64_cores && choice != ExactLoop::Fma ? loop.cores : loop.fallback)
         << "loop " << static_cast<int>(choice);
@@ -559,10 +561,10 @@ TEST(CudaGemmFp64Loop, EachDtypesLoopOptionKeepsItsOwnPlans) {
   GemmProblem p = square(512, {Structure::UpperTriangular, false}, {Structure::UpperTriangular, false}, Structure::UpperTriangular);
   p.lda = p.ldb = p.ldc = p.n;
   const GemmTileConfig float64_default = cu::structured_gemm_plan(p, sg::kFloat64, 0).config;
-  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
+  set_option([&](cu::GemmTuning& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat64, 0).config, float64_default);
   EXPECT_EQ(cu::structured_gemm_plan(p, sg::kFloat32, 0).config, GemmTileConfig::Float32Dmma);
-  set_option([&](cu::GemmOptions& o) {
+  set_option([&](cu::GemmTuning& o) {
     o.fp32_loop = cu::Fp32Loop::Fma;
     o.fp64_loop = cu::Fp64Loop::Dmma;
   });
@@ -638,7 +640,7 @@ TEST(CudaGemmFp64Loop, Float64ProductsOfStoredSymmetricMatricesRunOnDgemm) {
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   if (!fp64_tensor_cores_run()) GTEST_SKIP() << "no FP64 tensor-core loop (and launch counter) on this device or build";
   const ScopedExact exact;
-  set_option([&](cu::GemmOptions& o) { o.fp64_loop = cu::Fp64Loop::Dmma; });
+  set_option([&](cu::GemmTuning& o) { o.fp64_loop = cu::Fp64Loop::Dmma; });
   const int64_t n = 1024;
   const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
   const sg::Tensor s = sg::Symmetric::randn(n, f64), t = sg::Symmetric::randn(n, f64), d = sg::randn({n, n}, f64);
@@ -669,7 +671,7 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   const ScopedTf32 restore_defaults_at_end(cu::Tf32Loop::Auto, cu::Choice::Always);
   sg::set_matmul_precision(sg::Precision::Float32);
   g_tf32 = false;
-  set_option([&](cu::GemmOptions& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
+  set_option([&](cu::GemmTuning& o) { o.fp32_loop = cu::Fp32Loop::Dmma; });
   const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};
   const Variant upper{Structure::UpperTriangular, false}, lower_t{Structure::LowerTriangular, true};
   const Variant symmetric{Structure::Symmetric, false};
@@ -692,7 +694,7 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
   for (int64_t n : {300, 1000, 1024}) {
     for (cu::Choice setting : {cu::Choice::Always, cu::Choice::Never,
                                         cu::Choice::Auto}) {
-      set_option([&](cu::GemmOptions& o) { o.relayout = setting; });
+      set_option([&](cu::GemmTuning& o) { o.relayout = setting; });
       for (const Case& c : cases) {
         const GemmProblem p = square(n, c.a, c.b, c.mask);
         const int64_t expected = setting == cu::Choice::Always ? c.copies
@@ -708,7 +710,7 @@ TEST(CudaGemmFp32Loop, KMajorCopiesOfSymmetricAndOuterMajorOperands) {
     }
   }
   // An empty k under Always: no copy (its grid would be empty), and C is all zeros.
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Always; });
   GemmProblem empty_k = square(64, dense, dense_t, Structure::UpperTriangular);
   empty_k.k = 0;
   const auto f32 = sg::TensorOptions().device(kCuda0);
@@ -771,7 +773,7 @@ TEST(CudaGemmPipelined, RunsTheProductsWhoseOperandsBothComeDirectly) {
     GTEST_SKIP() << "the pipelined kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(10);
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-    set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
+    set_option([&](cu::GemmTuning& o) { o.tf32_loop = loop; });
     for (const Case& c : cases) {
       const int64_t before = cu::gemm_stats().pipelined_launches;
       SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
@@ -855,7 +857,7 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   cases.push_back({square(2048, upper, upper, Structure::UpperTriangular), cu::Choice::Auto, off, false, 1});
   if (!wgmma_loop_runs())
     GTEST_SKIP() << "the register-B kernel serves the wgmma loop, which this device or build does not run";
-  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Never; });  // (its products whose A holds its zeros: CudaGemmTall)
+  set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Never; });  // (its products whose A holds its zeros: CudaGemmTall)
   std::mt19937_64 rng(13);
   // B's k-step as one 3-D box where its rows hold whole 32-column blocks: n = 640; n = 300 with
   // rows padded to 320 (columns 300…319 of the box come from the padding and meet only output
@@ -863,7 +865,7 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
   // go out by TMA stores (clipped at C's edges: 300) where C's rows are 16-byte aligned, and by
   // the threads' own stores where they are not (n = 302: C's rows of 302 floats, A's and B's
   // padded to 304).
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Never; });
   for (const auto& [n, pad, one_box] : {std::tuple<int64_t, int64_t, bool>{640, 0, true}, {300, 20, true},
                                         {300, 0, false}, {300, 4, false}, {302, 2, false}}) {
     const int64_t launches = cu::gemm_stats().register_b_launches, one_box_launches = cu::gemm_stats().raw_block_map_launches;
@@ -888,10 +890,10 @@ TEST(CudaGemmRegisterB, RunsTheProductsWhoseADirectAndBKMajorOneTriangular) {
         << describe(p, sg::kFloat32);
   }
   for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-    set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
+    set_option([&](cu::GemmTuning& o) { o.tf32_loop = loop; });
     for (const Case& c : cases) {
-      set_option([&](cu::GemmOptions& o) { o.relayout = c.relayout; });
-      set_option([&](cu::GemmOptions& o) { o.register_b = c.setting; });
+      set_option([&](cu::GemmTuning& o) { o.relayout = c.relayout; });
+      set_option([&](cu::GemmTuning& o) { o.register_b = c.setting; });
       const int64_t launches = cu::gemm_stats().register_b_launches, copies = cu::gemm_stats().operand_copies;
       SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
       const bool expected = c.register_b && loop == cu::Tf32Loop::Auto;
@@ -922,7 +924,7 @@ struct TallCase {
 /// Each case against the reference (poisoned C), and the tall kernel launched exactly where it must be.
 void expect_tall_cases(const std::vector<TallCase>& cases, std::mt19937_64& rng) {
   for (const TallCase& c : cases) {
-    set_option([&](cu::GemmOptions& o) { o.tall_tiles = c.setting; });
+    set_option([&](cu::GemmTuning& o) { o.tall_tiles = c.setting; });
     const int64_t launches = cu::gemm_stats().tall_launches;
     SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, c.pad);
     EXPECT_EQ(cu::gemm_stats().tall_launches - launches, c.tall ? 1 : 0) << describe(c.p, sg::kFloat32) << ", pad " << c.pad;
@@ -970,15 +972,15 @@ TEST(CudaGemmTall, RunsTheRegisterBProductsWhoseAHoldsItsZeros) {
   cases.push_back({short_k, forced, 0, true});
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall kernel serves the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(19);
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Never; });
   expect_tall_cases(cases, rng);
 
   // A Symmetric A (unvouched) copied first: a mirror copy, which holds only the steps that are not
   // wholly in the stored triangle; those come from the storage, by a map with the kernel's 256-row
   // box. (The copy is poisoned: a step read from the wrong map fails.) B stays as it lies.
   const Variant symmetric{Structure::Symmetric, false};
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
-  set_option([&](cu::GemmOptions& o) { o.register_b = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.register_b = cu::Choice::Always; });
   std::vector<TallCase> mirrored;
   for (int64_t n : {640, 1000}) mirrored.push_back({with_stored_zeros(square(n, symmetric, upper, Structure::Dense)), forced, 0, true});
   const int64_t copies = cu::gemm_stats().mirror_copies;
@@ -1087,11 +1089,11 @@ TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
   for (const Case& c : cases) {
     const sg::Tensor a = random(c.a, c.n), b = random(c.b, c.n), g = sg::randn({c.n, c.n}, f64);
     const auto ref = run(a, b, g, sg::kCPU, sg::kFloat64, true, true);
-    set_option([&](cu::GemmOptions& o) { o.tall_tiles = c.tall; });
+    set_option([&](cu::GemmTuning& o) { o.tall_tiles = c.tall; });
     for (bool on : {true, false}) {
       SCOPED_TRACE(std::string(sg::structure_name(c.a)) + "·" + sg::structure_name(c.b) + ", n = " +
                    std::to_string(c.n) + (on ? ", output on" : ", output off"));
-      set_option([&](cu::GemmOptions& o) { o.transposed_a_output = on; });
+      set_option([&](cu::GemmTuning& o) { o.transposed_a_output = on; });
       const int64_t written = cu::gemm_stats().transposed_a_outputs, tall = cu::gemm_stats().tall_launches;
       sg::set_matmul_precision(sg::Precision::TF32);
       sg::Tensor x = a.to(sg::kFloat32).to(kCuda0).detach().requires_grad_();
@@ -1108,10 +1110,10 @@ TEST(CudaGemmTall, TheForwardWritesATransposeThatTheBackwardsDbReads) {
         EXPECT_LE(sgtest::rel_error(got[i], ref[i]), 2e-3) << (i == 0 ? "C" : i == 1 ? "dA" : "dB");
     }
   }
-  set_option([&](cu::GemmOptions& o) { o.transposed_a_output = true; });
+  set_option([&](cu::GemmTuning& o) { o.transposed_a_output = true; });
   // Not offered: no dB wanted, a Symmetric A, exact float32.
   const int64_t n = 640;
-  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Always; });
   const sg::Tensor u = random(upper, n), v = random(upper, n), s = random(sg::Structure::Symmetric, n);
   const sg::Tensor g = sg::randn({n, n}, f64);
   struct Unoffered {
@@ -1177,7 +1179,7 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
   if (!wgmma_loop_runs()) GTEST_SKIP() << "these kernels serve the wgmma loop, which this device or build does not run";
   const Variant dense{Structure::Dense, false}, upper{Structure::UpperTriangular, false};
   const ScopedTf32 tf32;
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Never; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Never; });
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   struct Case {
@@ -1192,7 +1194,7 @@ TEST(CudaGemmMeetInC, TilesSplitInTwoGiveTheSameBitsWhicheverChunkEndsFirst) {
     GemmProblem p = c.p;
     p.tf32 = true;
     const std::string what = describe(p, sg::kFloat32) + (c.tall ? ", tall kernel" : ", register-B kernel");
-    set_option([&](cu::GemmOptions& o) { o.tall_tiles = c.tall ? cu::Choice::Always : cu::Choice::Never; });
+    set_option([&](cu::GemmTuning& o) { o.tall_tiles = c.tall ? cu::Choice::Always : cu::Choice::Never; });
     p.lda = p.k;  // packed, as expect_the_same_bits_each_launch stores the operands (the plan checks them)
     p.ldb = p.n;
     p.ldc = p.n;
@@ -1239,7 +1241,7 @@ std::vector<LoopMode> loop_modes() {
 void use(const LoopMode& mode) {
   g_tf32 = mode.tf32;
   sg::set_matmul_precision(mode.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-  set_option([&](cu::GemmOptions& o) {
+  set_option([&](cu::GemmTuning& o) {
     o.fp32_loop = mode.loop;
     o.fp64_loop = mode.fp64;
   });
@@ -1381,8 +1383,8 @@ TEST(CudaGemmRelayout, CopiesTheKMajorAndSymmetricOperandsOfWgmmaProductsOnly) {
   std::mt19937_64 rng(9);
   for (cu::Choice setting : {cu::Choice::Always, cu::Choice::Never}) {
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaStaged}) {
-      set_option([&](cu::GemmOptions& o) { o.relayout = setting; });
-      set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
+      set_option([&](cu::GemmTuning& o) { o.relayout = setting; });
+      set_option([&](cu::GemmTuning& o) { o.tf32_loop = loop; });
       for (const Case& c : cases) {
         const int64_t before = cu::gemm_stats().operand_copies;
         SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
@@ -1426,11 +1428,11 @@ TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
         {square(n, upper, symmetric, Structure::Dense), 1, cu::Choice::Auto},
     };
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-      set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
+      set_option([&](cu::GemmTuning& o) { o.tf32_loop = loop; });
       for (cu::Choice wide : {cu::Choice::Always, cu::Choice::Never}) {
-        set_option([&](cu::GemmOptions& o) { o.wide_tiles = wide; });
+        set_option([&](cu::GemmTuning& o) { o.wide_tiles = wide; });
         for (const Case& c : cases) {
-          set_option([&](cu::GemmOptions& o) { o.register_b = c.register_b; });
+          set_option([&](cu::GemmTuning& o) { o.register_b = c.register_b; });
           for (int64_t pad : {0, 1}) {
             const int64_t before = cu::gemm_stats().mirror_copies;
             SG_EXPECT_PRODUCT_PADDED(kCuda0, c.p, sg::kFloat32, rng, pad);
@@ -1441,7 +1443,7 @@ TEST(CudaGemmRelayout, MirrorCopiesHoldEverythingTheProductsReadFromThem) {
       }
     }
   }
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDense) {
@@ -1485,13 +1487,13 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
   // Rows of 302 floats are not 16-byte aligned: no direct copies, so not the wide kernel.
   cases.push_back({square(302, dense, dense_t, Structure::UpperTriangular), cu::Choice::Never, false});
   std::mt19937_64 rng(12);
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Always; });
   for (bool tma_store : {true, false}) {
-    set_option([&](cu::GemmOptions& o) { o.wide_tma_store = tma_store; });
+    set_option([&](cu::GemmTuning& o) { o.wide_tma_store = tma_store; });
     for (cu::Tf32Loop loop : {cu::Tf32Loop::Auto, cu::Tf32Loop::WgmmaBarrierPerStep}) {
-      set_option([&](cu::GemmOptions& o) { o.tf32_loop = loop; });
+      set_option([&](cu::GemmTuning& o) { o.tf32_loop = loop; });
       for (const Case& c : cases) {
-        set_option([&](cu::GemmOptions& o) { o.relayout = c.relayout; });
+        set_option([&](cu::GemmTuning& o) { o.relayout = c.relayout; });
         const int64_t before = cu::gemm_stats().wide_launches, stores_before = cu::gemm_stats().wide_tma_store_launches;
         SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
         const bool wide = c.wide && loop == cu::Tf32Loop::Auto;
@@ -1504,8 +1506,8 @@ TEST(CudaGemmWide, ForcedOnMatchesTheReferenceWhereBothOperandsAreOuterMajorDens
       }
     }
   }
-  set_option([&](cu::GemmOptions& o) { o.wide_tma_store = true; });
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tma_store = true; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) {
@@ -1524,25 +1526,25 @@ TEST(CudaGemmWide, LastRoundCutInKMatchesTheReferenceWithTheSameBitsEachLaunch) 
   GemmProblem p = square(300, dense, symmetric, Structure::Dense);
   p.m = 128 * (sms + sms / 4);
   p.tf32 = true;
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
-  set_option([&](cu::GemmOptions& o) { o.wide_split = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.wide_split = cu::Choice::Always; });
   GemmProblem planned = p;  // the wide kernel's problem: both operands outer-major Dense
   planned.b = {Structure::Dense, true};
   ASSERT_GT(cu::wide_tile_plan(planned, sms, cu::Choice::Always).split_tiles, 0) << describe(p, sg::kFloat32);
   std::mt19937_64 rng(31);
   for (bool tma_store : {true, false}) {
-    set_option([&](cu::GemmOptions& o) { o.wide_tma_store = tma_store; });
+    set_option([&](cu::GemmTuning& o) { o.wide_tma_store = tma_store; });
     const int64_t wide = cu::gemm_stats().wide_launches, split = cu::gemm_stats().wide_split_launches;
     SG_EXPECT_PRODUCT(kCuda0, p, sg::kFloat32, rng);
     EXPECT_EQ(cu::gemm_stats().wide_launches - wide, 1) << describe(p, sg::kFloat32);
     EXPECT_EQ(cu::gemm_stats().wide_split_launches - split, tma_store ? 1 : 0) << describe(p, sg::kFloat32);
   }
-  set_option([&](cu::GemmOptions& o) { o.wide_tma_store = true; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tma_store = true; });
   const int64_t split = cu::gemm_stats().wide_split_launches;
   expect_the_same_bits_each_launch(p, rng, 8, describe(p, sg::kFloat32));
   EXPECT_EQ(cu::gemm_stats().wide_split_launches - split, 8);
-  set_option([&](cu::GemmOptions& o) { o.wide_split = cu::Choice::Auto; });
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_split = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRoundIsCut) {
@@ -1574,7 +1576,7 @@ TEST(CudaGemmWide, AutoTakesProductsWhoseRoundsAreFourFifthsFullOrWhoseLastRound
     wide += expected;
   }
   if (sms == 132) EXPECT_EQ(wide, 1) << "on an H100 SXM, the Symmetric product at 2560 only";
-  set_option([&](cu::GemmOptions& o) { o.relayout = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.relayout = cu::Choice::Always; });
   GemmProblem p = square(300, {Structure::Dense, false}, {Structure::Symmetric, false}, Structure::Dense);
   p.m = 128 * (sms + sms / 10);
   GemmProblem planned = p;  // as the wide kernel gets it: B relaid, outer-major Dense
@@ -1620,12 +1622,12 @@ TEST(CudaGemmWide, RunsStructuredProductsFromThePanelDealWithTheZerosOfAWrittenI
   }
   std::mt19937_64 rng(41);
   for (const Case& c : cases) {
-    set_option([&](cu::GemmOptions& o) { o.wide_tiles = c.setting; });
+    set_option([&](cu::GemmTuning& o) { o.wide_tiles = c.setting; });
     const int64_t before = cu::gemm_stats().wide_structured_launches;
     SG_EXPECT_PRODUCT(kCuda0, c.p, sg::kFloat32, rng);
     EXPECT_EQ(cu::gemm_stats().wide_structured_launches - before, c.structured ? 1 : 0) << describe(c.p, sg::kFloat32);
   }
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
@@ -1640,8 +1642,8 @@ TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
   const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true}, upper{Structure::UpperTriangular, false};
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Never);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
-  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Always; });
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Always; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Always; });
   std::mt19937_64 rng(53);
   for (int64_t n : {522, 520}) {
     for (bool wide : {false, true}) {
@@ -1655,8 +1657,8 @@ TEST(CudaGemmTmaStores, LeaveTheColumnsPastCsWidthAsTheyWere) {
       EXPECT_EQ(cu::gemm_stats().wide_structured_launches - wide_launches, wide ? expected : 0) << describe(p, sg::kFloat32);
     }
   }
-  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Auto; });
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 /// Entries below the diagonal of an n × n C in the tiles of `rows` × `cols` that lie wholly below it.
@@ -1684,8 +1686,8 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
   std::mt19937_64 rng(59);
   for (bool forced : {true, false}) {
-    set_option([&](cu::GemmOptions& o) { o.tall_tiles = forced ? cu::Choice::Always : cu::Choice::Never; });
-    set_option([&](cu::GemmOptions& o) { o.wide_tiles = forced ? cu::Choice::Always : cu::Choice::Never; });
+    set_option([&](cu::GemmTuning& o) { o.tall_tiles = forced ? cu::Choice::Always : cu::Choice::Never; });
+    set_option([&](cu::GemmTuning& o) { o.wide_tiles = forced ? cu::Choice::Always : cu::Choice::Never; });
     for (int64_t n : {1000, 520}) {
       for (bool wide : {false, true}) {
         for (bool zeros : {false, true}) {
@@ -1707,8 +1709,8 @@ TEST(CudaGemmZerosReused, TheTallAndWideKernelsStoreNoTileOfZerosWhereCHoldsThem
       }
     }
   }
-  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Auto; });
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
@@ -1747,11 +1749,11 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
     const ScopedTf32 restore_defaults_at_end(loop.tf32_loop, cu::Choice::Never);
     g_tf32 = loop.tf32;
     sg::set_matmul_precision(loop.tf32 ? sg::Precision::TF32 : sg::Precision::Float32);
-    set_option([&](cu::GemmOptions& o) { o.fp32_loop = loop.fp32; });
-    set_option([&](cu::GemmOptions& o) { o.fp64_loop = loop.fp64; });
-    set_option([&](cu::GemmOptions& o) { o.register_b = loop.register_b; });
-    set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Never; });
-    set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Never; });
+    set_option([&](cu::GemmTuning& o) { o.fp32_loop = loop.fp32; });
+    set_option([&](cu::GemmTuning& o) { o.fp64_loop = loop.fp64; });
+    set_option([&](cu::GemmTuning& o) { o.register_b = loop.register_b; });
+    set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Never; });
+    set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Never; });
     for (int64_t n : {1000, 520}) {
       for (bool zeros : {false, true}) {
         GemmProblem p = vouched(square(n, upper, upper, Structure::UpperTriangular));
@@ -1772,7 +1774,7 @@ TEST(CudaGemmZerosReused, EveryOtherLoopStoresNoTileOfZerosWhereCHoldsThem) {
         EXPECT_EQ(checked.kept_below, zeros ? below : 0) << what;
       }
     }
-    set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+    set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
   }
 }
 
@@ -1793,7 +1795,7 @@ TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThos
   SG_SKIP_IF_UNAVAILABLE(kCuda0);
   const ScopedTf32 tf32(cu::Tf32Loop::Auto, cu::Choice::Auto);
   if (!wgmma_loop_runs()) GTEST_SKIP() << "the tall and wide kernels serve the wgmma loop, which this device or build does not run";
-  set_option([&](cu::GemmOptions& o) {
+  set_option([&](cu::GemmTuning& o) {
     o.tall_tiles = cu::Choice::Always;
     o.wide_tiles = cu::Choice::Always;
   });
@@ -1873,8 +1875,8 @@ TEST(CudaGemmZerosReused, UpperOutputsTakeTheBlocksThatHoldTheirZerosAndOnlyThos
     a.zero_grad();
     b.zero_grad();
   }
-  set_option([&](cu::GemmOptions& o) { o.tall_tiles = cu::Choice::Auto; });
-  set_option([&](cu::GemmOptions& o) { o.wide_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.tall_tiles = cu::Choice::Auto; });
+  set_option([&](cu::GemmTuning& o) { o.wide_tiles = cu::Choice::Auto; });
 }
 
 TEST(CudaGemmWide, AutoTakesDaFromOneTilePerSmAndOneDenseOperandFromOnePerTwoSms) {
@@ -1933,7 +1935,7 @@ TEST(CudaGemmLaunch, ChainedProductsReadWhatTheKernelBeforeThemWrote) {
   sg::manual_seed(47);
   for (bool dependent : {true, false, true}) {
     SCOPED_TRACE(dependent ? "dependent launches" : "ordinary launches");
-    set_option([&](cu::GemmOptions& o) { o.dependent_launch = dependent; });
+    set_option([&](cu::GemmTuning& o) { o.dependent_launch = dependent; });
     std::vector<sg::UpperTriangular> u;
     for (int i = 0; i < 5; ++i) u.push_back(sg::UpperTriangular::randn(n, f32));
     const int64_t tall = cu::gemm_stats().tall_launches, wide = cu::gemm_stats().wide_structured_launches;

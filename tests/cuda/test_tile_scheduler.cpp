@@ -763,7 +763,7 @@ TEST(TileScheduler, Float64RunsOnTheFp64TensorCoresFromAbout768) {
   cu::DeviceCaps consumer = hopper;
   consumer.full_rate_fp64 = false;
   using V = std::vector<GemmTileConfig>;
-  cu::GemmOptions options;
+  cu::GemmTuning options;
   auto candidates = [&](const cu::DeviceCaps& caps) {
     return cu::tile_config_candidates(sg::kFloat64, cu::select_family(sg::kFloat64, false, caps, options), options);
   };
@@ -778,7 +778,7 @@ TEST(TileScheduler, Float64RunsOnTheFp64TensorCoresFromAbout768) {
   options.fp64_loop = cu::Fp64Loop::Auto;
   options.fp32_loop = cu::Fp32Loop::Fma;
   EXPECT_EQ(candidates(hopper), (V{GemmTileConfig::Float64Dmma, GemmTileConfig::Float64}));
-  options = cu::GemmOptions{};
+  options = cu::GemmTuning{};
   options.fp64_loop = cu::Fp64Loop::Dfma;
   EXPECT_TRUE(cu::select_family(sg::kFloat32, false, hopper, options).dmma);
   // The cheaper plan (DFMA: two blocks per SM; the tensor cores: one).

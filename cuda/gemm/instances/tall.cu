@@ -5,8 +5,8 @@
 namespace sg::detail::cuda {
 
 template <>
-KernelInstance<TallKernel> tall_kernel<false>() {
-  return {structured_gemm_tall_kernel<false>, "structured_gemm_tall_kernel", TallConfig::kThreads,
+KernelInstance<TallKernel> tall_kernel<TransposedA::None>() {
+  return {structured_gemm_tall_kernel<TransposedA::None>, "structured_gemm_tall_kernel", TallConfig::kThreads,
           TallConfig::kDynamicSmem};
 }
 

@@ -5,8 +5,8 @@
 namespace sg::detail::cuda {
 
 template <>
-KernelInstance<TallKernel> tall_kernel<true>() {
-  return {structured_gemm_tall_kernel<true>, "structured_gemm_tall_kernel", TallConfig::kThreads,
+KernelInstance<TallKernel> tall_kernel<TransposedA::Written>() {
+  return {structured_gemm_tall_kernel<TransposedA::Written>, "structured_gemm_tall_kernel", TallConfig::kThreads,
           TallConfig::kDynamicSmem};
 }
 

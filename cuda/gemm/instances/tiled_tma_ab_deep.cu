@@ -6,7 +6,7 @@ namespace sg::detail::cuda {
 
 template <>
 KernelInstance<TmaKernel> tiled_tma_kernel<TmaVariant::ABDeep>() {
-  return {structured_gemm_tma_kernel<ConfigTf32Wgmma, true, true, 3, false, false>, "structured_gemm_tma_kernel", ConfigTf32Wgmma::kThreads, ConfigTf32Wgmma::kDynamicSmemTma};
+  return {structured_gemm_tma_kernel<ConfigTf32Wgmma, TmaVariant::ABDeep>, "structured_gemm_tma_kernel", ConfigTf32Wgmma::kThreads, ConfigTf32Wgmma::kDynamicSmemTma};
 }
 
 }  // namespace sg::detail::cuda

@@ -1,15 +1,15 @@
-// Settings of the CUDA linear algebra (cuda/linalg_*.cu): which path a solve takes and how the
-// Cholesky's updates and the triangular products are run. Process-wide, like the structured GEMM's
-// options (cuda/gemm/options.h); the defaults are what the library uses, the others exist for the
-// benchmark's comparisons and the tests. Plain C++.
+// The tuning switches of the CUDA linear algebra (cuda/linalg_*.cu), for the tests and the benchmark's
+// comparisons: which path a solve takes and how the Cholesky's updates and the triangular products
+// are run. Process-wide, like the structured GEMM's (cuda/gemm/tuning.h); the defaults are what the
+// library runs. Plain C++.
 #pragma once
 
 #include <cstdint>
 
 namespace sg::detail::cuda {
 
-/// The options of every later solve, factorization and inverse (sg::detail::cuda::linalg_options()).
-struct LinalgOptions {
+/// The switches of every later solve, factorization and inverse (sg::detail::cuda::linalg_tuning()).
+struct LinalgTuning {
   /// Solves with at most this many right-hand sides run in one launch, a CTA per block row and group
   /// of columns; wider ones on the blocked path over the GEMM.
   int64_t few_columns = 64;
@@ -36,26 +36,26 @@ struct LinalgOptions {
 };
 
 /// The options solves and factorizations read now.
-LinalgOptions linalg_options();
+LinalgTuning linalg_tuning();
 /// Sets the options of every later solve and factorization.
-void set_linalg_options(const LinalgOptions& options);
+void set_linalg_tuning(const LinalgTuning& options);
 
 /// Sets the options for a scope and restores the previous ones at its end (tests, benchmarks).
-/// Example: `LinalgOptionsGuard guard([](LinalgOptions& o) { o.few_columns = 0; });`
-class LinalgOptionsGuard {
+/// Example: `LinalgTuningGuard guard([](LinalgTuning& o) { o.few_columns = 0; });`
+class LinalgTuningGuard {
  public:
   template <class Edit>
-  explicit LinalgOptionsGuard(Edit edit) : previous_(linalg_options()) {
-    LinalgOptions options = previous_;
+  explicit LinalgTuningGuard(Edit edit) : previous_(linalg_tuning()) {
+    LinalgTuning options = previous_;
     edit(options);
-    set_linalg_options(options);
+    set_linalg_tuning(options);
   }
-  ~LinalgOptionsGuard() { set_linalg_options(previous_); }
-  LinalgOptionsGuard(const LinalgOptionsGuard&) = delete;
-  LinalgOptionsGuard& operator=(const LinalgOptionsGuard&) = delete;
+  ~LinalgTuningGuard() { set_linalg_tuning(previous_); }
+  LinalgTuningGuard(const LinalgTuningGuard&) = delete;
+  LinalgTuningGuard& operator=(const LinalgTuningGuard&) = delete;
 
  private:
-  LinalgOptions previous_;
+  LinalgTuning previous_;
 };
 
 }  // namespace sg::detail::cuda
