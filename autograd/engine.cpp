@@ -101,25 +101,9 @@ Node& record(const char* name, const std::vector<Tensor>& inputs, const std::vec
   return *node;
 }
 
-namespace {
-GradientMath installed_math;
-std::atomic<bool> math_installed{false};
-
-const GradientMath& math() {
-  SG_CHECK(math_installed.load(std::memory_order_acquire),
-           "backward: the gradient arithmetic of structgrad's ops layer is not linked in");
-  return installed_math;
-}
-}  // namespace
-
-void set_gradient_math(const GradientMath& m) {
-  installed_math = m;
-  math_installed.store(true, std::memory_order_release);
-}
-
 Tensor project_gradient(const Tensor& g, Structure s) {
   if (g.structure() == s) return g;
-  return math().project(g, s);
+  return gradient_math().project(g, s);
 }
 
 namespace {
@@ -138,7 +122,7 @@ void check_gradient(const std::string& op, const char* what, size_t index, const
 Tensor accumulated(Structure s, const Tensor& current, const Tensor& g) {
   Tensor projected = project_gradient(g, s);
   if (!current.defined()) return projected;
-  return project_gradient(math().add(current, projected), s);
+  return project_gradient(gradient_math().add(current, projected), s);
 }
 
 void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
@@ -207,7 +191,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       ready.push(node.get());
     }
     Tensor& acc = it->second.at(slot);
-    acc = acc.defined() ? math().add(acc, g) : g;
+    acc = acc.defined() ? gradient_math().add(acc, g) : g;
   };
   deliver(root.impl().grad_fn, root.impl().output_nr, seed);
 

@@ -1,6 +1,7 @@
 // The arithmetic the backward engine does on gradients: it sums the gradients reaching a tensor
-// and projects them onto its structure. Those are ops, a layer above autograd; the ops layer hands
-// them in when the library is loaded (ops/tensor_methods.cpp), so autograd includes nothing from it.
+// and projects them onto its structure. Those are ops, a layer above autograd: autograd declares
+// the table and the ops layer defines it (ops/tensor_methods.cpp), so autograd includes nothing from
+// it, and the engine's call by name links the ops layer in.
 #pragma once
 
 #include <structgrad/core/tensor.h>
@@ -13,7 +14,7 @@ struct GradientMath {
   Tensor (*project)(const Tensor& g, Structure s) = nullptr;
 };
 
-/// Installs the engine's arithmetic (the ops layer, once, at load).
-void set_gradient_math(const GradientMath& math);
+/// The engine's arithmetic, defined by the ops layer (ops/tensor_methods.cpp).
+const GradientMath& gradient_math();
 
 }  // namespace sg::autograd

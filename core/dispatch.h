@@ -1,8 +1,9 @@
 // The seam between core and the layers above it. Tensor's methods that run kernels or record
 // autograd (to, clone, copy_, fill_, dense, backward, set_grad's projection) reach them through
 // this table, as libtorch's Tensor methods reach their kernels through its dispatcher: core
-// declares what it needs, the ops layer installs it when the library is loaded
-// (ops/tensor_methods.cpp), and no core header or source includes anything from above.
+// declares what it needs and the ops layer defines it (ops/tensor_methods.cpp), so no core header
+// or source includes anything from above. Core calls the table's function by name: every program
+// that uses a Tensor method links the ops layer in, from a static library too.
 #pragma once
 
 #include <structgrad/core/tensor.h>
@@ -28,9 +29,7 @@ struct TensorMethods {
   const char* (*producer_name)(const Tensor& t) = nullptr;
 };
 
-/// The installed table; throws sg::Error naming `method` when the layers above core are missing.
-const TensorMethods& tensor_methods(const char* method);
-/// Installs the table (the ops layer, once, at load).
-void set_tensor_methods(const TensorMethods& methods);
+/// The table, defined by the ops layer (ops/tensor_methods.cpp).
+const TensorMethods& tensor_methods();
 
 }  // namespace sg::detail

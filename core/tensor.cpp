@@ -14,23 +14,6 @@ namespace sg {
 
 namespace detail {
 
-namespace {
-// Written once, while the library loads, before any tensor exists; read without a lock after.
-TensorMethods installed_methods;
-std::atomic<bool> methods_installed{false};
-}  // namespace
-
-const TensorMethods& tensor_methods(const char* method) {
-  SG_CHECK(methods_installed.load(std::memory_order_acquire), method,
-           ": the tensor operations of structgrad's ops layer are not linked in");
-  return installed_methods;
-}
-
-void set_tensor_methods(const TensorMethods& methods) {
-  installed_methods = methods;
-  methods_installed.store(true, std::memory_order_release);
-}
-
 void check_shape(const char* op, const Shape& shape, DType dtype) {
   for (int64_t d : shape) SG_CHECK(d >= 0, op, ": negative dimension in shape ", shape);
   // numel · element size must fit in int64 (bytes are size_t, indices int64).
@@ -121,13 +104,13 @@ int64_t Tensor::size(int64_t d) const {
 Tensor Tensor::to(Device device) const {
   SG_CHECK(defined(), "to: the tensor is undefined");
   if (device == this->device()) return *this;
-  return detail::tensor_methods("to").to_device(*this, device);
+  return detail::tensor_methods().to_device(*this, device);
 }
 
 Tensor Tensor::to(DType dtype) const {
   SG_CHECK(defined(), "to: the tensor is undefined");
   if (dtype == this->dtype()) return *this;
-  return detail::tensor_methods("to").to_dtype(*this, dtype);
+  return detail::tensor_methods().to_dtype(*this, dtype);
 }
 
 template <typename T>
@@ -136,7 +119,7 @@ std::vector<T> Tensor::to_vector_as() const {
   const int64_t n = numel();
   std::vector<T> out(static_cast<size_t>(n));
   if (n == 0) return out;
-  const Tensor host = device().is_cpu() ? *this : detail::tensor_methods("to_vector").copy_to(*this, kCPU, dtype());
+  const Tensor host = device().is_cpu() ? *this : detail::tensor_methods().copy_to(*this, kCPU, dtype());
   auto convert = [&](const auto* p) {
     for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<T>(p[i]);
   };
@@ -161,25 +144,25 @@ double Tensor::item() const {
 
 Tensor Tensor::clone() const {
   SG_CHECK(defined(), "clone: the tensor is undefined");
-  return detail::tensor_methods("clone").copy_to(*this, device(), dtype());
+  return detail::tensor_methods().copy_to(*this, device(), dtype());
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   SG_CHECK(defined(), "copy_: the destination is undefined");
-  detail::tensor_methods("copy_").copy_into(*this, src);
+  detail::tensor_methods().copy_into(*this, src);
   return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
   SG_CHECK(defined(), "fill_: the tensor is undefined");
-  detail::tensor_methods("fill_").fill(*this, value);
+  detail::tensor_methods().fill(*this, value);
   return *this;
 }
 
 Tensor Tensor::dense() const {
   SG_CHECK(defined(), "dense: the tensor is undefined");
   if (structure() == Structure::Dense) return *this;
-  return detail::tensor_methods("dense").dense(*this);
+  return detail::tensor_methods().dense(*this);
 }
 
 // ---- autograd state ------------------------------------------------------------------------
@@ -191,7 +174,7 @@ Tensor& Tensor::requires_grad_(bool on) {
   SG_CHECK(!on || is_floating_point(dtype()), "requires_grad_: only floating-point tensors can require gradients, got ",
            dtype());
   SG_CHECK(is_leaf(), "requires_grad_: can only be set on a leaf tensor (this one was produced by '",
-           detail::tensor_methods("requires_grad_").producer_name(*this), "'); use detach() first");
+           detail::tensor_methods().producer_name(*this), "'); use detach() first");
   impl().requires_grad = on;
   return *this;
 }
@@ -217,7 +200,7 @@ void Tensor::set_grad(const Tensor& g) {
   SG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(), "set_grad: gradient ",
            g.shape(), " ", g.dtype(), " on ", g.device(), " does not match tensor ", shape(), " ", dtype(),
            " on ", device());
-  impl().grad = detail::tensor_methods("set_grad").project_gradient(g, structure()).impl_ptr();
+  impl().grad = detail::tensor_methods().project_gradient(g, structure()).impl_ptr();
 }
 
 Tensor Tensor::detach() const {
@@ -232,12 +215,12 @@ Tensor Tensor::detach() const {
 
 void Tensor::backward(bool retain_graph) const {
   SG_CHECK(defined(), "backward: called on an undefined tensor");
-  detail::tensor_methods("backward").backward(*this, Tensor(), retain_graph);
+  detail::tensor_methods().backward(*this, Tensor(), retain_graph);
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   SG_CHECK(gradient.defined(), "backward: the explicit gradient is undefined");
-  detail::tensor_methods("backward").backward(*this, gradient, retain_graph);
+  detail::tensor_methods().backward(*this, gradient, retain_graph);
 }
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {

@@ -1,7 +1,7 @@
-// What core's Tensor methods and the autograd engine need from the ops layer (core/dispatch.h,
-// autograd/gradient_math.h), installed when the library is loaded: device and dtype copies through
-// the device's backend, the in-place writes, the differentiable to() and dense(), backward, and
-// the engine's gradient sums and projections.
+// What core's Tensor methods and the autograd engine need from the ops layer, the tables that
+// core/dispatch.h and autograd/gradient_math.h declare: device and dtype copies through the device's
+// backend, the in-place writes, the differentiable to() and dense(), backward, and the engine's
+// gradient sums and projections.
 #include <structgrad/autograd/grad_mode.h>
 #include <structgrad/autograd/node.h>
 #include <structgrad/ops/elementwise.h>
@@ -96,29 +96,32 @@ const char* producer_name(const Tensor& t) {
 
 Tensor add_tensors(const Tensor& a, const Tensor& b) { return add(a, b); }
 
-bool install() {
-  TensorMethods methods;
-  methods.copy_to = copy_to;
-  methods.to_device = to_device;
-  methods.to_dtype = to_dtype;
-  methods.copy_into = copy_into;
-  methods.fill = fill;
-  methods.dense = dense;
-  methods.backward = autograd::run_backward;
-  methods.project_gradient = autograd::project_gradient;
-  methods.producer_name = producer_name;
-  set_tensor_methods(methods);
-  autograd::GradientMath math;
-  math.add = add_tensors;
-  math.project = project;
-  autograd::set_gradient_math(math);
-  return true;
-}
-
 }  // namespace
+
+const TensorMethods& tensor_methods() {
+  static const TensorMethods methods = [] {
+    TensorMethods m;
+    m.copy_to = copy_to;
+    m.to_device = to_device;
+    m.to_dtype = to_dtype;
+    m.copy_into = copy_into;
+    m.fill = fill;
+    m.dense = dense;
+    m.backward = autograd::run_backward;
+    m.project_gradient = autograd::project_gradient;
+    m.producer_name = producer_name;
+    return m;
+  }();
+  return methods;
+}
 
 }  // namespace sg::detail
 
-/// Installed when the library is loaded. A static structgrad is linked with this symbol asked for
-/// (CMakeLists.txt: --undefined), so that this translation unit is always part of the program.
-extern "C" const bool structgrad_ops_installed = sg::detail::install();
+namespace sg::autograd {
+
+const GradientMath& gradient_math() {
+  static const GradientMath math{detail::add_tensors, detail::project};
+  return math;
+}
+
+}  // namespace sg::autograd

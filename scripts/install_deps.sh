@@ -2,7 +2,7 @@
 # Installs the Debian packages structgrad builds with, when they are missing.
 # Needs root (or sudo). The CUDA toolkit is not installed here: without nvcc the build is CPU-only.
 set -euo pipefail
-packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev zlib1g-dev "$@")
+packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev zlib1g-dev pkg-config "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

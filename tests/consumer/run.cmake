@@ -1,5 +1,7 @@
 # Installs the build, moves the installed tree elsewhere, then configures, builds and runs the
-# consumer against the moved copy: the package must name no path of the build machine.
+# consumer against the moved copy, once through find_package and once as a plain
+# `c++ main.cpp $(pkg-config --cflags --libs structgrad)`: the package must name no path of the
+# build machine.
 #   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DWORK_DIR=... [-DGENERATOR=...]
 #         [-DNCCL_INCLUDE_DIR=... -DNCCL_LIBRARY=...] -P run.cmake
 if(NOT GENERATOR)
@@ -56,4 +58,24 @@ endif()
 execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "the consumer failed")
+endif()
+
+# The same program built by hand from the pkg-config file alone.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+file(GLOB pc_files ${moved}/*/pkgconfig/structgrad.pc ${moved}/*/*/pkgconfig/structgrad.pc)
+if(NOT pc_files)
+  message(FATAL_ERROR "no structgrad.pc under ${moved}")
+endif()
+list(GET pc_files 0 pc_file)
+get_filename_component(pc_dir ${pc_file} DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+execute_process(COMMAND sh -c "c++ ${SOURCE_DIR}/tests/consumer/main.cpp -o ${WORK_DIR}/pkg_config_consumer \
+                                $(${PKG_CONFIG} --cflags --libs structgrad)"
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the consumer with `c++ main.cpp $(pkg-config --cflags --libs structgrad)` failed")
+endif()
+execute_process(COMMAND ${WORK_DIR}/pkg_config_consumer RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "the consumer built from the pkg-config file failed")
 endif()
