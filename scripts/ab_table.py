@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""The before/after table of two builds' bench_matmul_cuda runs: per workload, the median over the
-runs of each build and the ratio after/before (above 1: slower). Usage: ab_table.py OLD.csv... -- NEW.csv..."""
+"""The before/after table of two builds' timings: per workload, the median over the runs of each build
+and the ratio after/before (above 1: slower). Reads the CSVs of bench_matmul_cuda (precision, n,
+workload) and of bench_linalg_cuda (level, workload, n, dtype); a time below 0 was not taken.
+Usage: ab_table.py OLD.csv... -- NEW.csv..."""
 import csv
 import statistics
 import sys
@@ -11,11 +13,14 @@ def load(paths):
     for path in paths:
         with open(path) as f:
             for r in csv.DictReader(f):
-                key = (r["precision"], int(r["n"]), r["workload"])
+                kind = r["precision"] if "precision" in r else f'{r["level"]} {r["dtype"]}'
+                key = (kind, int(r["n"]), r["workload"])
                 rows.setdefault(key, ([], []))
-                rows[key][0].append(float(r["forward_ms"]))
-                rows[key][1].append(float(r["forward_backward_ms"]))
-    return {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in rows.items()}
+                for i, column in enumerate(("forward_ms", "forward_backward_ms")):
+                    value = float(r[column])
+                    if value >= 0:
+                        rows[key][i].append(value)
+    return {k: tuple(statistics.median(v) if v else None for v in times) for k, times in rows.items()}
 
 
 def main():
@@ -27,13 +32,16 @@ def main():
     for key in sorted(old):
         if key not in new:
             continue
-        (f0, b0), (f1, b1) = old[key], new[key]
-        rf, rb = f1 / f0, b1 / b0
-        for r, what in ((rf, "fwd"), (rb, "fwd+bwd")):
-            if r > worst[0]:
-                worst = (r, (key, what))
-        mark = lambda r: f"**{r:.3f}**" if r > 1.02 else f"{r:.3f}"
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {f0:.4f} | {f1:.4f} | {mark(rf)} | {b0:.4f} | {b1:.4f} | {mark(rb)} |")
+        cells = []
+        for what, before, after in (("fwd", old[key][0], new[key][0]), ("fwd+bwd", old[key][1], new[key][1])):
+            if before is None or after is None or before <= 0:
+                cells += ["-", "-", "-"]
+                continue
+            ratio = after / before
+            if ratio > worst[0]:
+                worst = (ratio, (key, what))
+            cells += [f"{before:.4f}", f"{after:.4f}", f"**{ratio:.3f}**" if ratio > 1.02 else f"{ratio:.3f}"]
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     print(f"\nslowest after/before: {worst[0]:.3f} ({worst[1]})")
 
 

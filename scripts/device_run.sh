@@ -20,6 +20,19 @@ seconds() { echo $(( $(date +%s) - $1 )); }
   > "$OUT/logs/device.txt" 2>&1
 cat "$OUT/logs/device.txt"
 
+old_build=${SG_OLD_BUILD_DIR:-build-old}
+build_old() {
+  # The other checkout's library and its two timing programs, built as this one is.
+  cmake -S "$SG_OLD_SRC" -B $old_build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DSG_BUILD_TESTS=OFF -DSG_BUILD_EXAMPLES=OFF > "$OUT/logs/build_old.log" 2>&1 &&
+    cmake --build $old_build -j${SG_OLD_JOBS:-6} --target bench_matmul_cuda bench_linalg_cuda >> "$OUT/logs/build_old.log" 2>&1
+}
+if { has build || has ab; } && [ -n "${SG_OLD_SRC:-}" ] && [ -d "${SG_OLD_SRC}" ] &&
+  [ ! -x $old_build/bench/bench_linalg_cuda ]; then
+  build_old &  # beside this build; the ab stage (or the end of this run) waits for it
+  old_pid=$!
+fi
+
 if has build; then
   t0=$(date +%s)
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > "$OUT/logs/build.log" 2>&1
@@ -35,7 +48,7 @@ fi
 
 if has test; then
   t0=$(date +%s)
-  (cd $build && timeout ${SG_TEST_TIMEOUT:-420} ctest -j4 --timeout 400 --output-on-failure > "$OUT/logs/ctest.log" 2>&1)
+  (cd $build && timeout ${SG_TEST_TIMEOUT:-420} ctest -j${SG_TEST_JOBS:-4} --timeout 400 --output-on-failure > "$OUT/logs/ctest.log" 2>&1)
   note "ctest rc=$? ($(seconds $t0)s): $(grep -E 'tests passed' "$OUT/logs/ctest.log")"
   grep -E "\(Failed\)|\(Timeout\)|Not Run" "$OUT/logs/ctest.log" | head -20
   grep -c "Skipped" "$OUT/logs/ctest.log" | sed 's/^/skipped: /'
@@ -46,11 +59,11 @@ if has sanitize; then
   # initcheck over the kernel tests. The out-of-memory test runs apart, with failed API calls
   # not reported (the failure is what it tests).
   for tool in ${SG_SANITIZER_TOOLS:-memcheck racecheck initcheck}; do
-    for t in ${SG_SANITIZER_TESTS:-test_structured_gemm test_cuda_runtime test_structure test_matmul test_ops test_tensor test_bad_input test_io test_errors}; do
+    for t in ${SG_SANITIZER_TESTS:-test_structured_gemm test_gemm_kernels test_gemm_operands test_linalg_cuda test_linalg test_matrix_batch test_cuda_runtime test_structure test_matmul test_ops test_tensor test_bad_input test_npy test_errors}; do
       [ -x $build/tests/$t ] || continue
       filter='*cuda*:*Cuda*:*CUDA*:-*Large*:*OutOfMemory*'
-      [ $t = test_structured_gemm ] && filter='-*Large*'
-      [ $tool != memcheck ] && [ $t != test_structured_gemm ] && [ $t != test_cuda_runtime ] && continue
+      case $t in test_structured_gemm | test_gemm_kernels | test_gemm_operands | test_linalg_cuda) filter='-*Large*' ;; esac
+      [ $tool != memcheck ] && [ $t != test_structured_gemm ] && [ $t != test_gemm_kernels ] && [ $t != test_cuda_runtime ] && continue
       SG_TEST_SIZES=$([ $tool = racecheck ] && echo 17,255) \
         timeout ${SG_SANITIZER_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 17 $build/tests/$t \
         --gtest_filter="$filter" > "$OUT/logs/sanitizer_${tool}_$t.log" 2>&1
@@ -63,24 +76,27 @@ if has sanitize; then
 fi
 
 if has ab && [ -n "${SG_OLD_SRC:-}" ] && [ -d "${SG_OLD_SRC}" ]; then
-  # The other checkout's library and bench_matmul_cuda, built as this one is; then both benchmarks
-  # in turn, twice each, and the per-workload medians side by side.
+  # Both builds' public-API timings in ABBA order (old, new, new, old), and the per-workload medians
+  # side by side: every product × {float32, TF32, float64} at 1024 and 4096, and the linear algebra.
   t0=$(date +%s)
-  cmake -S "$SG_OLD_SRC" -B ${SG_OLD_BUILD_DIR:-build-old} -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-    > "$OUT/logs/build_old.log" 2>&1 && cmake --build ${SG_OLD_BUILD_DIR:-build-old} -j16 --target structgrad >> "$OUT/logs/build_old.log" 2>&1
-  rc=$?
-  note "old build rc=$rc (library $(seconds $t0)s on $(nproc) cores)"
-  cmake --build ${SG_OLD_BUILD_DIR:-build-old} -j16 --target bench_matmul_cuda >> "$OUT/logs/build_old.log" 2>&1
-  if [ -x ${SG_OLD_BUILD_DIR:-build-old}/bench/bench_matmul_cuda ] && [ -x $build/bench/bench_matmul_cuda ]; then
-    for round in 1 2; do
-      for which in old new; do
-        binary=$([ $which = old ] && echo ${SG_OLD_BUILD_DIR:-build-old}/bench/bench_matmul_cuda || echo $build/bench/bench_matmul_cuda)
-        timeout 300 $binary --n ${SG_AB_N:-1024,4096} --csv "$OUT/logs/ab_${which}_$round.csv" \
-          > "$OUT/logs/ab_${which}_$round.txt" 2>&1
-        note "bench_matmul_cuda $which round $round rc=$?"
-      done
+  [ -n "${old_pid:-}" ] && wait $old_pid
+  note "old build rc=$? (waited $(seconds $t0)s)"
+  cmake --build $build -j16 --target bench_matmul_cuda bench_linalg_cuda >> "$OUT/logs/build.log" 2>&1
+  if [ -x $old_build/bench/bench_matmul_cuda ] && [ -x $build/bench/bench_matmul_cuda ]; then
+    round=0
+    for which in old new new old; do
+      round=$((round + 1))
+      dir=$([ $which = old ] && echo $old_build || echo $build)
+      timeout ${SG_AB_TIMEOUT:-200} $dir/bench/bench_matmul_cuda --n ${SG_AB_N:-1024,4096} \
+        --csv "$OUT/logs/ab_${which}_$round.csv" > "$OUT/logs/ab_${which}_$round.txt" 2>&1
+      note "bench_matmul_cuda $which (pass $round) rc=$?"
+      timeout ${SG_AB_TIMEOUT:-200} $dir/bench/bench_linalg_cuda --n 4096 \
+        --csv "$OUT/logs/ab_linalg_${which}_$round.csv" > "$OUT/logs/ab_linalg_${which}_$round.txt" 2>&1
+      note "bench_linalg_cuda $which (pass $round) rc=$?"
     done
     python3 scripts/ab_table.py "$OUT"/logs/ab_old_*.csv -- "$OUT"/logs/ab_new_*.csv > "$OUT/ab_table.md" 2>&1
+    python3 scripts/ab_table.py "$OUT"/logs/ab_linalg_old_*.csv -- "$OUT"/logs/ab_linalg_new_*.csv \
+      > "$OUT/ab_linalg_table.md" 2>&1
   fi
 fi
 
@@ -118,8 +134,10 @@ if has peers && [ -d .device/anchors ]; then
   note "torch_structured rc=$?"
 fi
 
+if [ -n "${old_pid:-}" ] && ! has ab; then wait $old_pid; note "old build rc=$?"; fi
+
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
-for f in ab_table.md logs/tf32_error.txt logs/anchor_bench.txt logs/torch_anchor.txt; do
+for f in ab_table.md ab_linalg_table.md logs/tf32_error.txt logs/anchor_bench.txt logs/torch_anchor.txt; do
   [ -f "$OUT/$f" ] && { echo "---- $f"; tail -${SG_TAIL:-60} "$OUT/$f"; }
 done
 (cd "$OUT" && tar czf logs.tgz logs && rm -rf logs)
