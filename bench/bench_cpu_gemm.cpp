@@ -109,7 +109,7 @@ sg::Tensor random_input(Kind kind, int64_t n) {
   }
 }
 
-/// The gradient projection of a structure (DESIGN §1), on Eigen matrices.
+/// The gradient projection of a structure (docs/semantics.md), on Eigen matrices.
 Matrix project(const Matrix& g, Kind kind) {
   if (kind == Kind::Upper) return g.triangularView<Eigen::Upper>();
   if (kind == Kind::Sym) return 0.5f * (g + g.transpose());

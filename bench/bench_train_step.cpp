@@ -1,5 +1,5 @@
-// Per-step time of a small structured training loop, written exactly as the libtorch anchor
-// (../shared/anchors/libtorch/lt_anchor.cpp) writes it, so the two can be run side by side:
+// Per-step time of a small structured training loop, written step for step as its libtorch
+// counterpart (a libtorch program of the same loop and model), so the two can be run side by side:
 // a Gaussian fit with precision UᵀU, U upper (a structgrad UpperTriangular parameter),
 //   loss = ½·mean‖U(x − μ)‖² − Σ log|Uᵢᵢ|,  batch 1024, Adam (lr 1e-2),
 // 20 warm-up steps, then the mean wall time of 500 steps ending with loss.item().

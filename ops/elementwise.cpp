@@ -102,7 +102,7 @@ static bool is_vector_like(const Tensor& t, int64_t n) {
   return t.dim() == 2 && ((t.size(0) == 1 && (t.size(1) == n || t.size(1) == 1)) || (t.size(1) == 1 && t.size(0) == n));
 }
 
-/// The output structure of a broadcast binary op (DESIGN §1), the same in either order. A
+/// The output structure of a broadcast binary op (docs/semantics.md), the same in either order. A
 /// structured operand passes its structure on only when the output has its shape.
 ///  * mul: Upper ⊙ anything is Upper (zeros stay zero); Sym ⊙ Sym and Sym ⊙ scalar are Symmetric.
 ///  * div: Upper / (a scalar, row or column) is Upper; Sym / Sym, Sym / scalar and scalar / Sym

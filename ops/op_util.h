@@ -34,7 +34,7 @@ Tensor binary_raw(const char* name, BinaryOp op, const Tensor& a, const Tensor& 
 /// The NumPy broadcast of shapes a and b at any rank: the output's shape and the index map;
 /// throws naming `op` when they do not broadcast.
 Broadcast make_broadcast(const char* op, const Shape& a, const Shape& b, Shape& out_shape);
-/// The structure of a broadcast binary op's output (DESIGN §1; the same in either order).
+/// The structure of a broadcast binary op's output (docs/semantics.md; the same in either order).
 Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape);
 /// `dim` as an index into `shape` (negative counts from the end); throws naming `op`.
 int64_t wrap_dim(const char* op, int64_t dim, const Shape& shape);

@@ -298,7 +298,7 @@ inline void check_every_descriptor(sg::Device device, int64_t n, sg::DType dtype
 }
 
 
-// The products matmul, linear and gram issue (forward and backward, DESIGN §5) at n = 1000,
+// The products matmul, linear and gram issue (forward and backward) at n = 1000,
 // 1024 and 4096 (CUDA) or 1000 (CPU), each once.
 inline std::vector<GemmProblem> matmul_table_products(int64_t n) {
   const Variant dense{Structure::Dense, false}, dense_t{Structure::Dense, true};

@@ -1,4 +1,4 @@
-// The CPU fast path of the structured GEMM (DESIGN §5): C is cut into output tiles, tiles the
+// The CPU fast path of the structured GEMM (docs/structured_gemm.md): C is cut into output tiles, tiles the
 // mask makes zero are skipped, and each tile's k-range (structured_k_range) is cut at the
 // operands' diagonals into segments that are each one Eigen block product on stored memory.
 #include <Eigen/Dense>

@@ -1,4 +1,4 @@
-// Structure-aware gradient checking (DESIGN §1): central differences in float64 along
+// Structure-aware gradient checking (docs/semantics.md): central differences in float64 along
 // directions inside each input's structure (per entry of the structure's basis — e_ij,
 // i <= j for Upper; e_ij + e_ji for Symmetric — and/or random in-structure directions),
 // compared with backward; plus checks that backward is linear in the upstream gradient and

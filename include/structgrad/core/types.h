@@ -63,9 +63,10 @@ const Device kCPU{DeviceType::CPU, 0};
 const Device kCUDA{DeviceType::CUDA, 0};
 /// @}
 
-/// The structure tag of a matrix (DESIGN §1). Structured tensors are square and keep their
-/// invariant through every op: Upper has exact zeros below the diagonal, Lower above it,
-/// Symmetric is mirrored bit for bit. Storage is always the full n×n row-major matrix.
+/// The structure tag of a matrix, or of each matrix of a batch [..., n, n] (docs/semantics.md).
+/// Structured tensors are square in their last two dimensions and keep their invariant through every
+/// op: Upper has exact zeros below the diagonal, Lower above it, Symmetric is mirrored bit for bit.
+/// Storage is always the full n×n row-major matrix.
 enum class Structure : uint8_t { Dense, UpperTriangular, Symmetric, LowerTriangular };
 /// "Dense", "UpperTriangular", "Symmetric" or "LowerTriangular". Example: `sg::structure_name(u.structure())`.
 const char* structure_name(Structure s);

@@ -1,4 +1,4 @@
-// Elementwise ops with their structure rules (DESIGN §1), the same in either operand order:
+// Elementwise ops with their structure rules (docs/semantics.md), the same in either operand order:
 // unary ops that map 0 to 0 keep UpperTriangular and LowerTriangular, every unary op keeps
 // Symmetric; +, − keep a shared structure (and Symmetric ± a scalar); Upper ⊙ anything that
 // broadcasts to its shape (a scalar, a row, a column, a matrix) is Upper, and Lower likewise; Symmetric ⊙ Symmetric or a scalar is Symmetric,
@@ -69,7 +69,7 @@ Tensor operator/(double s, const Tensor& a);
 /// @}
 
 namespace detail {
-/// The output structure of a unary op on `in` (DESIGN §1).
+/// The output structure of a unary op on `in` (docs/semantics.md).
 Structure unary_structure(int op, double alpha, Structure in);
 }  // namespace detail
 

@@ -1,4 +1,4 @@
-// First-class structured matrices (DESIGN §1). UpperTriangular, LowerTriangular and Symmetric
+// First-class structured matrices (docs/semantics.md). UpperTriangular, LowerTriangular and Symmetric
 // are typed handles over a square tensor whose Structure tag they guarantee; they convert
 // implicitly to Tensor and work anywhere a Tensor does, including as parameters with .grad().
 // Enter a structure with triu / tril / sym (differentiable projections) or as_upper / as_lower /
@@ -97,7 +97,7 @@ class Symmetric : public Tensor {
   }
 };
 
-// Static structure where the rules of DESIGN §1 know it.
+// Static structure where the rules of docs/semantics.md know it.
 /// @{
 /// Elementwise ops whose result type the structure rules know statically: Upper ± Upper,
 /// −Upper, Upper·scalar and Upper ⊙ t for t of rank ≤ 2 (0-d, [1], a row [n], a column [n, 1], an
