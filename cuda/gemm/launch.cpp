@@ -246,20 +246,7 @@ bool launch_kernel(const Launch& l) {
   const GemmProblem& p = l.p;
   const CachedPlan& cached = l.cached;
   const GemmTileConfig config = cached.plan.config;
-  GemmArgs<T> args;
-  args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
-  args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
-  // A copy holds its zeros, and so does an operand whose caller vouches for them (GemmOperand::
-  // zeros_stored); the kernels that copy whole tiles then need not write them.
-  args.a.zeros_stored = copy_holds_zeros(l.plan.copies, false) || p.a.zeros_stored;
-  args.b.zeros_stored = copy_holds_zeros(l.plan.copies, true) || p.b.zeros_stored;
-  args.c = static_cast<T*>(p.c_data);
-  args.ldc = p.ldc;
-  args.m = static_cast<int32_t>(p.m);
-  args.n = static_cast<int32_t>(p.n);
-  args.alpha = static_cast<T>(p.alpha);
-  args.mask = p.mask;
-  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % (16 / sizeof(T)) == 0;
+  GemmArgs<T> args = gemm_args<T>(p, l.plan.copies);
   args.items = cached.items;
   args.counters = cached.counters;
   if constexpr (std::is_same<T, float>::value) {

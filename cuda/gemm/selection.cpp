@@ -373,24 +373,6 @@ GemmProblem on_copies(const GemmProblem& p, const OperandCopies& copies, const v
   return q;
 }
 
-GemmArgs<float> wgmma_args(const GemmProblem& p, const OperandCopies& copies) {
-  GemmArgs<float> args{};
-  args.a = operand_view<float>(p.a_data, p.a, false, p.m, p.lda);
-  args.b = operand_view<float>(p.b_data, p.b, true, p.n, p.ldb);
-  // A copy holds its zeros, and so does an operand whose caller vouches for them (an UpperTriangular
-  // tensor: GemmOperand::zeros_stored); the kernels that copy whole tiles then need not write them.
-  args.a.zeros_stored = copy_holds_zeros(copies, false) || p.a.zeros_stored;
-  args.b.zeros_stored = copy_holds_zeros(copies, true) || p.b.zeros_stored;
-  args.c = static_cast<float*>(p.c_data);
-  args.ldc = p.ldc;
-  args.m = static_cast<int32_t>(p.m);
-  args.n = static_cast<int32_t>(p.n);
-  args.alpha = static_cast<float>(p.alpha);
-  args.mask = p.mask;
-  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % 4 == 0;
-  return args;
-}
-
 namespace {
 
 /// Where a copy will be: any 16-byte aligned address stands in (the caching allocator's blocks are).
@@ -406,7 +388,7 @@ void select_wgmma_launch(const GemmProblem& p, const PlanFactsOf& facts_of, cons
              !(!copies.a && tall_replaces_copy(p, facts, caps, options));
   const GemmProblem q = copies.any() ? on_copies(p, copies, kCopyStandIn, kCopyStandIn) : p;
   const PlanFacts q_facts = copies.any() ? facts_of(q) : facts;
-  const GemmArgs<float> args = wgmma_args(q, copies);
+  const GemmArgs<float> args = gemm_args<float>(q, copies);
   const WgmmaChoice choice = select_wgmma_kernel(q, args, q_facts, caps, options);
   plan.kernel = choice.kernel;
   plan.variant = choice.variant;

@@ -159,8 +159,26 @@ bool mirror_copy(const GemmProblem& p, bool is_b, bool k_major);
 /// `p` on the copies `copies` makes, at `a_copy` and `b_copy`: each copied operand outer-major (k-major
 /// with copies.k_major) with copy_ld's rows, a Symmetric one read as Dense.
 GemmProblem on_copies(const GemmProblem& p, const OperandCopies& copies, const void* a_copy, const void* b_copy);
-/// The kernel arguments' views and output of a wgmma product (the copies hold their zeros).
-GemmArgs<float> wgmma_args(const GemmProblem& p, const OperandCopies& copies);
+/// The kernel arguments of `p` (on its copies, where `copies` says it has them): the operands' views,
+/// their zeros vouched where a copy or the caller holds them, and the output; no work list yet.
+template <typename T>
+GemmArgs<T> gemm_args(const GemmProblem& p, const OperandCopies& copies) {
+  GemmArgs<T> args{};
+  args.a = operand_view<T>(p.a_data, p.a, false, p.m, p.lda);
+  args.b = operand_view<T>(p.b_data, p.b, true, p.n, p.ldb);
+  // A copy holds its zeros, and so does an operand whose caller vouches for them (an UpperTriangular
+  // tensor: GemmOperand::zeros_stored); the kernels that copy whole tiles then need not write them.
+  args.a.zeros_stored = copy_holds_zeros(copies, false) || p.a.zeros_stored;
+  args.b.zeros_stored = copy_holds_zeros(copies, true) || p.b.zeros_stored;
+  args.c = static_cast<T*>(p.c_data);
+  args.ldc = p.ldc;
+  args.m = static_cast<int32_t>(p.m);
+  args.n = static_cast<int32_t>(p.n);
+  args.alpha = static_cast<T>(p.alpha);
+  args.mask = p.mask;
+  args.c_vector_ok = reinterpret_cast<uintptr_t>(p.c_data) % 16 == 0 && p.ldc % (16 / sizeof(T)) == 0;
+  return args;
+}
 
 /// Whether the tall launch of `p` also writes op(A)ᵀ (GemmProblem::at): A Upper, or Dense under a
 /// Full mask, m a multiple of 4, k within C's column tiles.
