@@ -1,7 +1,8 @@
 // The structure table: the one place that says what each Structure is. Names in messages, the
-// product rule, transposition, projections, how the kernels read an operand: every layer reads them
-// from kStructures, so adding a structure is one entry here plus its kernels (docs/architecture.md,
-// "Adding a structure"). The semantics behind the columns: docs/semantics.md.
+// product rule, transposition, the projections of triu, tril, sym and of gradients, how the GEMM
+// reads an operand, gradcheck's directions and the structure checks read it from kStructures;
+// adding a structure is one entry here plus its kernels (docs/architecture.md, "Adding a
+// structure"). The semantics behind the columns: docs/semantics.md.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +33,10 @@ struct StructureTraits {
   Structure tag;
   const char* name;
   uint8_t stored;                   ///< MatrixPart bits that may be non-zero
-  uint8_t read;                     ///< the parts the kernels read (a Symmetric matrix: its upper triangle)
-  bool symmetric;                   ///< x[i][j] == x[j][i] bit for bit
+  uint8_t read;                     ///< the parts the kernels read (a Symmetric matrix: its upper triangle;
+                                    ///< the GEMM patterns encode it for the kernels)
+  bool symmetric;                   ///< x[i][j] == x[j][i] bit for bit, a mirror the ops must keep (a structure
+                                    ///< whose zeros make it symmetric, as a diagonal one, need not say so)
   Projection projection;            ///< onto the structure
   Projection gradient_projection;   ///< of a gradient of a tensor of this structure
   const char* projection_op;        ///< the differentiable op that projects onto it (sg::triu, ...)

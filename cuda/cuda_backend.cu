@@ -39,9 +39,8 @@ constexpr int kTileRows = 8;      // a tile block is kTile × kTileRows threads
 constexpr int kSumThreads = 256;  // block of the one-block-per-output sum
 constexpr int kWarp = 32;
 
-/// The most matrices of a batch one launch of the tiled matrix kernels takes (grid.z); larger batches
-/// are walked by their blocks.
-constexpr int64_t kMaxGridZ = 65535;
+/// The largest grid.y and grid.z of a launch; the tiled matrix kernels' blocks walk what lies beyond.
+constexpr int64_t kMaxGridYZ = 65535;
 
 // ---- elementwise functors (the math lives in ops/functors.h) --------------------------
 
@@ -547,7 +546,7 @@ void CudaBackend::transpose(const Tensor& x, Tensor& out) {
   SG_CHECK(col_tiles <= INT_MAX, "cuda transpose: ", cols, " columns are too many");
   DeviceGuard guard(device_);
   const dim3 grid(static_cast<unsigned int>(col_tiles),
-                  static_cast<unsigned int>(std::min<int64_t>(row_tiles * v.count(), kMaxGridZ)));
+                  static_cast<unsigned int>(std::min<int64_t>(row_tiles * v.count(), kMaxGridYZ)));
   const dim3 block(kTile, kTileRows);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -559,7 +558,7 @@ void CudaBackend::transpose(const Tensor& x, Tensor& out) {
 void CudaBackend::triangle(const char* op, const Tensor& x, Tensor& out, int64_t diagonal, bool lower) {
   expect_on_device(op, x);
   expect_on_device(op, out);
-  const MatrixBatch v = matrix_batch(op, nullptr, x);
+  const MatrixBatch v = matrix_batch(lower ? "cuda tril" : "cuda triu", nullptr, x);
   SG_CHECK(out.shape() == x.shape() && out.dtype() == x.dtype(), "cuda ", op, ": output ", out.shape(),
            " does not match input ", x.shape());
   DeviceGuard guard(device_);
@@ -586,7 +585,7 @@ void CudaBackend::symmetrize(const Tensor& x, Tensor& out) {
   SG_CHECK(tiles <= 65535, "cuda symmetrize: n = ", n, " is too large");
   DeviceGuard guard(device_);
   const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(tiles),
-                  static_cast<unsigned int>(std::min(v.count(), kMaxGridZ)));
+                  static_cast<unsigned int>(std::min(v.count(), kMaxGridYZ)));
   const dim3 block(kTile, kTileRows);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -674,6 +673,8 @@ bool dense_product(const GemmProblem& p) {
 bool CudaBackend::gemm(const GemmProblem& problem, DType dtype) {
   SG_CHECK(problem.m >= 0 && problem.n >= 0 && problem.k >= 0 && problem.batch >= 0, "cuda gemm: negative size m = ",
            problem.m, ", n = ", problem.n, ", k = ", problem.k, ", batch = ", problem.batch);
+  SG_CHECK(problem.batch <= 1 || problem.batch_stride_c != 0,
+           "cuda gemm: the products of a batch write one C each, got C's stride 0");
   if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return false;
   DeviceGuard guard(device_);
   const GemmProblem p = as_stored(problem, dtype);

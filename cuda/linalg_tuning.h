@@ -35,12 +35,12 @@ struct LinalgTuning {
   bool dense_solve_leaves = true;
 };
 
-/// The options solves and factorizations read now.
+/// The switches solves and factorizations read now.
 LinalgTuning linalg_tuning();
-/// Sets the options of every later solve and factorization.
+/// Sets the switches of every later solve and factorization.
 void set_linalg_tuning(const LinalgTuning& options);
 
-/// Sets the options for a scope and restores the previous ones at its end (tests, benchmarks).
+/// Sets the switches for a scope and restores the previous ones at its end (tests, benchmarks).
 /// Example: `LinalgTuningGuard guard([](LinalgTuning& o) { o.few_columns = 0; });`
 class LinalgTuningGuard {
  public:

@@ -264,9 +264,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   SG_CHECK(a.shape().back() == b_rows, "matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
   if (a.dim() == 1) return reshape(matmul(reshape(a, {1, a.size(0)}), b), {-1});
   if (b.dim() == 1) return reshape(matmul(a, reshape(b, {b.size(0), 1})), {-1});
-  detail::MatrixBatch va = detail::matrix_batch("matmul", "a", a), vb = detail::matrix_batch("matmul", "b", b);
-  detail::broadcast_batches("matmul", va, vb);
+  const detail::MatrixBatch va = detail::matrix_batch("matmul", "a", a), vb = detail::matrix_batch("matmul", "b", b);
+  detail::MatrixBatch a_batch = va, b_batch = vb;
+  detail::broadcast_batches("matmul", a_batch, b_batch);  // the batch shapes must broadcast
   detail::require_single_matrix("matmul", va);
+  detail::require_single_matrix("matmul", vb);
   const Structure rule = detail::product_structure(a.structure(), b.structure());
   Tensor c = product("matmul", a, false, b, false);
   SG_CHECK(c.structure() == rule, "matmul: internal error, the product of ", a.structure(), " and ",

@@ -1,7 +1,7 @@
 // A tensor seen as a batch of matrices: its trailing two dimensions are each matrix's rows and
 // columns, its leading ones the batch (as torch.matmul and torch.linalg see [..., m, n]). Every matrix
-// op computes this view once, from which its checks, its output shapes and the backend's batch count
-// and strides (GemmProblem's L mode) follow. Internal.
+// op computes this view once, for its checks and its output shapes; its batch strides and
+// matrix_stride() are what a batched product's GemmProblem takes (its L mode). Internal.
 #pragma once
 
 #include <cstdint>

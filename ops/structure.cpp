@@ -15,11 +15,12 @@ namespace sg {
 
 namespace {
 /// Keeps the entries of x in `stored` (MatrixPart bits) within the band the offset `diagonal` moves:
-/// triu's (the part on and above it, j − i >= diagonal) or tril's (j − i <= diagonal).
-void keep_stored(const Tensor& x, Tensor& out, uint8_t stored, int64_t diagonal) {
+/// triu's (the part on and above it, j − i >= diagonal) or tril's (j − i <= diagonal); `op` names the
+/// caller.
+void keep_stored(const char* op, const Tensor& x, Tensor& out, uint8_t stored, int64_t diagonal) {
   detail::Backend& backend = detail::backend_of(x);
   const bool below = stored & detail::kBelowDiagonal, above = stored & detail::kAboveDiagonal;
-  SG_CHECK(below != above, "projection: no kernel keeps the parts ", int(stored), " of a matrix");
+  SG_CHECK(below != above, op, ": no kernel keeps the parts ", int(stored), " of a matrix");
   if (above) backend.triu(x, out, diagonal);
   else backend.tril(x, out, diagonal);
 }
@@ -33,13 +34,13 @@ Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, Structure s) 
   SG_CHECK(lower ? diagonal <= 0 : diagonal >= 0, op, ": diagonal must be ", lower ? "<= 0" : ">= 0", " for ",
            detail::with_article(structure_name(s)), " result, got ", diagonal);
   Tensor out = detail::empty_like(x, s);
-  if (x.numel() > 0) keep_stored(x, out, stored, diagonal);
+  if (x.numel() > 0) keep_stored(op, x, out, stored, diagonal);
   if (autograd::needs_record({x})) {
-    autograd::record(op, {x}, {out}, {}, [diagonal, s, stored](autograd::BackwardContext& ctx) {
+    autograd::record(op, {x}, {out}, {}, [op, diagonal, s, stored](autograd::BackwardContext& ctx) {
       const Tensor& g = ctx.grad_outputs[0];  // already projected onto s (the engine projects)
       if (diagonal == 0) return std::vector<Tensor>{g};
       Tensor dx = detail::empty_like(g, s);
-      keep_stored(g, dx, stored, diagonal);
+      keep_stored(op, g, dx, stored, diagonal);
       return std::vector<Tensor>{dx};
     });
   }
@@ -51,7 +52,7 @@ namespace detail {
 void project_into(Projection how, Structure s, const Tensor& x, Tensor& out) {
   switch (how) {
     case Projection::Identity: backend_of(x).copy(x, out); return;
-    case Projection::KeepStored: keep_stored(x, out, traits(s).stored, 0); return;
+    case Projection::KeepStored: keep_stored(traits(s).projection_op, x, out, traits(s).stored, 0); return;
     case Projection::Symmetrize: backend_of(x).symmetrize(x, out); return;
   }
 }

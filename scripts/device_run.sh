@@ -79,8 +79,7 @@ if has ab && [ -n "${SG_OLD_SRC:-}" ] && [ -d "${SG_OLD_SRC}" ]; then
   # Both builds' public-API timings in ABBA order (old, new, new, old), and the per-workload medians
   # side by side: every product × {float32, TF32, float64} at 1024 and 4096, and the linear algebra.
   t0=$(date +%s)
-  [ -n "${old_pid:-}" ] && wait $old_pid
-  note "old build rc=$? (waited $(seconds $t0)s)"
+  if [ -n "${old_pid:-}" ]; then wait $old_pid; note "old build rc=$? (waited $(seconds $t0)s)"; fi
   cmake --build $build -j16 --target bench_matmul_cuda bench_linalg_cuda >> "$OUT/logs/build.log" 2>&1
   if [ -x $old_build/bench/bench_matmul_cuda ] && [ -x $build/bench/bench_matmul_cuda ]; then
     round=0

@@ -68,7 +68,7 @@ int blocks_per_sm(GemmTileConfig config) {
   return blocks;
 }
 
-/// A plan's key: sizes, kinds, transposition (the k-ranges), mask, dtype, device, and the family and
+/// A plan's key: sizes, structures, transposition (the k-ranges), mask, dtype, device, and the family and
 /// options that change plans; not pointers or alpha, so products of one shape share an entry.
 using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int, int>;
 

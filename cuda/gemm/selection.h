@@ -1,6 +1,6 @@
 // Kernel selection for the structured GEMM: which tile configuration a product is planned in,
 // which kernel of the wgmma family runs it, and which operands are copied first. One table, in
-// selection.cpp; plain C++ over the problem, the device's capabilities and the options, so its
+// selection.cpp; plain C++ over the problem, the device's capabilities and the tuning, so its
 // tests run without a GPU. Why each rule is what it is: docs/structured_gemm.md, "Kernel selection".
 #pragma once
 

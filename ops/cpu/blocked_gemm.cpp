@@ -404,6 +404,8 @@ BlockedGemmTiling default_tiling(const GemmProblem& p) {
 void blocked_gemm(const GemmProblem& p, DType dtype) {
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "blocked_gemm: negative sizes m=", p.m, " n=", p.n, " k=", p.k);
   SG_CHECK(!p.accumulate, "blocked_gemm: accumulate is for Dense·Dense products only");
+  SG_CHECK(is_output_mask(p.mask), "blocked_gemm: no kernel writes ", with_article(structure_name(p.mask)),
+           " output (a LowerTriangular one is computed transposed)");
   if (p.mask != Structure::Dense)
     SG_CHECK(p.m == p.n, "blocked_gemm: an Upper/Symmetric output mask needs a square result, got ", p.m, "x", p.n);
   if (p.a.structure == Structure::Symmetric) SG_CHECK(p.m == p.k, "blocked_gemm: symmetric A must be square");

@@ -344,6 +344,7 @@ class CpuBackend final : public Backend {
     // runs product by product.
     const bool dense = p.a.structure == Structure::Dense && p.b.structure == Structure::Dense && p.mask == Structure::Dense;
     SG_CHECK(p.batch >= 0, "cpu gemm: negative batch ", p.batch);
+    SG_CHECK(p.batch <= 1 || p.batch_stride_c != 0, "cpu gemm: the products of a batch write one C each, got C's stride 0");
     cpu::with_threads_for(p.m * p.n * p.k * p.batch, [&] {
       for (int64_t i = 0; i < p.batch; ++i) {
         const GemmProblem q = p.batch == 1 ? p : batch_item(p, i, element_size(dtype));

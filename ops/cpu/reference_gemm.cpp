@@ -52,6 +52,7 @@ RowMat<T> reference_product(const GemmProblem& p) {
 
 void check_problem(const GemmProblem& p) {
   SG_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative sizes");
+  SG_CHECK(is_output_mask(p.mask), "gemm: no kernel writes ", with_article(structure_name(p.mask)), " output");
   if (p.mask != Structure::Dense) SG_CHECK(p.m == p.n, "gemm: a structured output mask needs a square result");
   if (p.a.structure == Structure::Symmetric) SG_CHECK(p.m == p.k, "gemm: symmetric A must be square");
   if (p.b.structure == Structure::Symmetric) SG_CHECK(p.k == p.n, "gemm: symmetric B must be square");

@@ -20,7 +20,7 @@ class StructuredOnDevice : public ::testing::TestWithParam<sg::Device> {
 
 const S kAll[] = {S::Dense, S::UpperTriangular, S::Symmetric};
 
-TEST_P(StructuredOnDevice, EveryOpKeepsTheRuleOfDesign) {
+TEST_P(StructuredOnDevice, EveryOpKeepsItsStructureRule) {
   struct U {
     const char* name;
     std::function<sg::Tensor(const sg::Tensor&)> f;

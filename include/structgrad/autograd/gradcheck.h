@@ -1,6 +1,7 @@
 // Structure-aware gradient checking (docs/semantics.md): central differences in float64 along
 // directions inside each input's structure (per entry of the structure's basis — e_ij,
-// i <= j for Upper; e_ij + e_ji for Symmetric — and/or random in-structure directions),
+// i <= j for Upper; e_ii and e_ij + e_ji, i < j, for Symmetric; each matrix of a batch — and/or
+// random in-structure directions),
 // compared with backward; plus checks that backward is linear in the upstream gradient and
 // repeatable.
 #pragma once
