@@ -153,26 +153,29 @@ __global__ void sum_column_segments_kernel(const In* x, Out* out, int64_t outer,
 // ---- layout and structure kernels ------------------------------------------------------
 
 /// out[c][r] = x[r][c] for each of `count` packed matrices, through a padded shared tile, so reads and
-/// writes are both coalesced. Block (kTile, kTileRows); blockIdx.x walks column tiles, blockIdx.y the
-/// row tiles of every matrix in turn (strided).
+/// writes are both coalesced. Block (kTile, kTileRows); blockIdx.x walks column tiles, blockIdx.y row
+/// tiles (strided), blockIdx.z the matrices (strided).
 template <typename T>
-__global__ void transpose_kernel(const T* x, T* out, int64_t rows, int64_t cols, int64_t count) {
+__global__ void transpose_kernel(const T* x_batch, T* out_batch, int64_t rows, int64_t cols, int64_t count) {
   __shared__ T tile[kTile][kTile + 1];
   const int64_t row_tiles = (rows + kTile - 1) / kTile;
   const int64_t col0 = int64_t{blockIdx.x} * kTile;
-  for (int64_t step = blockIdx.y; step < row_tiles * count; step += gridDim.y) {
-    const int64_t matrix = step / row_tiles, tile_row = step % row_tiles;
-    const int64_t row0 = tile_row * kTile;
-    for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
-      const int64_t r = row0 + dy, c = col0 + threadIdx.x;
-      if (r < rows && c < cols) tile[dy][threadIdx.x] = x[(matrix * rows + r) * cols + c];
+  for (int64_t matrix = blockIdx.z; matrix < count; matrix += gridDim.z) {
+    const T* x = x_batch + matrix * rows * cols;
+    T* out = out_batch + matrix * rows * cols;
+    for (int64_t tile_row = blockIdx.y; tile_row < row_tiles; tile_row += gridDim.y) {
+      const int64_t row0 = tile_row * kTile;
+      for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
+        const int64_t r = row0 + dy, c = col0 + threadIdx.x;
+        if (r < rows && c < cols) tile[dy][threadIdx.x] = x[r * cols + c];
+      }
+      __syncthreads();
+      for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
+        const int64_t out_row = col0 + dy, out_col = row0 + threadIdx.x;  // out is [cols, rows]
+        if (out_row < cols && out_col < rows) out[out_row * rows + out_col] = tile[threadIdx.x][dy];
+      }
+      __syncthreads();
     }
-    __syncthreads();
-    for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
-      const int64_t out_row = col0 + dy, out_col = row0 + threadIdx.x;  // out is [cols, rows]
-      if (out_row < cols && out_col < rows) out[(matrix * cols + out_row) * rows + out_col] = tile[threadIdx.x][dy];
-    }
-    __syncthreads();
   }
 }
 
@@ -212,7 +215,7 @@ __global__ void symmetrize_kernel(const T* x_batch, T* out_batch, int64_t n, int
         out[(col0 + dy) * n + row0 + tx] = (upper[tx][dy] + lower[dy][tx]) * T(0.5);
       }
     }
-    __syncthreads();  // every thread has read the tiles before the next matrix overwrites them
+    if (matrix + gridDim.z < count) __syncthreads();  // the tiles are read before the next matrix's land
   }
 }
 
@@ -223,15 +226,16 @@ __device__ __forceinline__ unsigned long long bits_of(double v) {
 __device__ __forceinline__ unsigned long long bits_of(float v) { return __float_as_uint(v); }
 
 /// triu (lower = false) keeps c − r >= diagonal; tril (lower = true) keeps c − r <= diagonal, in each
-/// packed rows × cols matrix of a batch.
+/// packed rows × cols matrix of a batch (`batched`: more than one, so a row index wraps at rows).
 template <typename T>
 struct TriangleMap {
   const T* x;
   T* out;
   int64_t rows, cols, diagonal;
-  bool lower;
+  bool lower, batched;
   __device__ void operator()(int64_t i) const {
-    const int64_t r = i / cols % rows, c = i % cols;
+    const int64_t q = i / cols, c = i - q * cols;
+    const int64_t r = batched ? q % rows : q;
     const bool keep = lower ? c - r <= diagonal : c - r >= diagonal;
     out[i] = keep ? x[i] : T(0);
   }
@@ -545,8 +549,8 @@ void CudaBackend::transpose(const Tensor& x, Tensor& out) {
   const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
   SG_CHECK(col_tiles <= INT_MAX, "cuda transpose: ", cols, " columns are too many");
   DeviceGuard guard(device_);
-  const dim3 grid(static_cast<unsigned int>(col_tiles),
-                  static_cast<unsigned int>(std::min<int64_t>(row_tiles * v.count(), kMaxGridYZ)));
+  const dim3 grid(static_cast<unsigned int>(col_tiles), static_cast<unsigned int>(std::min(row_tiles, kMaxGridYZ)),
+                  static_cast<unsigned int>(std::min(v.count(), kMaxGridYZ)));
   const dim3 block(kTile, kTileRows);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -565,7 +569,7 @@ void CudaBackend::triangle(const char* op, const Tensor& x, Tensor& out, int64_t
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_for_each(op, device_, x.numel(),
-                    TriangleMap<T>{data_of<T>(x), data_of<T>(out), v.rows, v.cols, diagonal, lower});
+                    TriangleMap<T>{data_of<T>(x), data_of<T>(out), v.rows, v.cols, diagonal, lower, v.count() > 1});
   });
 }
 

@@ -3,16 +3,28 @@
 and the ratio after/before (above 1: slower). Reads the CSVs of bench_matmul_cuda (precision, n,
 workload) and of bench_linalg_cuda (level, workload, n, dtype); a time below 0 was not taken.
 Usage: ab_table.py OLD.csv... -- NEW.csv..."""
-import csv
 import statistics
 import sys
+
+
+def records(path):
+    """The rows of a CSV as dicts; bench_linalg_cuda's workload names may hold commas, so its rows are
+    read from both ends."""
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        for line in f:
+            parts = line.rstrip("\n").split(",")
+            if "workload" in header and len(parts) > len(header):
+                w = header.index("workload")
+                tail = len(header) - w - 1
+                parts = parts[:w] + [",".join(parts[w:len(parts) - tail])] + parts[len(parts) - tail:]
+            yield dict(zip(header, parts))
 
 
 def load(paths):
     rows = {}
     for path in paths:
-        with open(path) as f:
-            for r in csv.DictReader(f):
+        for r in records(path):
                 kind = r["precision"] if "precision" in r else f'{r["level"]} {r["dtype"]}'
                 key = (kind, int(r["n"]), r["workload"])
                 rows.setdefault(key, ([], []))
