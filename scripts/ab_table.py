@@ -25,13 +25,13 @@ def load(paths):
     rows = {}
     for path in paths:
         for r in records(path):
-                kind = r["precision"] if "precision" in r else f'{r["level"]} {r["dtype"]}'
-                key = (kind, int(r["n"]), r["workload"])
-                rows.setdefault(key, ([], []))
-                for i, column in enumerate(("forward_ms", "forward_backward_ms")):
-                    value = float(r[column])
-                    if value >= 0:
-                        rows[key][i].append(value)
+            kind = r["precision"] if "precision" in r else f'{r["level"]} {r["dtype"]}'
+            key = (kind, int(r["n"]), r["workload"])
+            rows.setdefault(key, ([], []))
+            for i, column in enumerate(("forward_ms", "forward_backward_ms")):
+                value = float(r[column])
+                if value >= 0:
+                    rows[key][i].append(value)
     return {k: tuple(statistics.median(v) if v else None for v in times) for k, times in rows.items()}
 
 
