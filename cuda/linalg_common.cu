@@ -13,21 +13,15 @@
 namespace sg::detail::cuda {
 
 namespace {
-
-std::mutex options_mutex;
-LinalgTuning current_options;
-
+TuningState<LinalgTuning>& state() {
+  static TuningState<LinalgTuning> tuning;
+  return tuning;
+}
 }  // namespace
 
-LinalgTuning linalg_tuning() {
-  std::lock_guard<std::mutex> lock(options_mutex);
-  return current_options;
-}
+LinalgTuning linalg_tuning() { return state().get(); }
 
-void set_linalg_tuning(const LinalgTuning& options) {
-  std::lock_guard<std::mutex> lock(options_mutex);
-  current_options = options;
-}
+void set_linalg_tuning(const LinalgTuning& options) { state().set(options); }
 
 }  // namespace sg::detail::cuda
 

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cuda/tuning_state.h"
+
 namespace sg::detail::cuda {
 
 /// The switches of every later solve, factorization and inverse (sg::detail::cuda::linalg_tuning()).
@@ -42,20 +44,6 @@ void set_linalg_tuning(const LinalgTuning& options);
 
 /// Sets the switches for a scope and restores the previous ones at its end (tests, benchmarks).
 /// Example: `LinalgTuningGuard guard([](LinalgTuning& o) { o.few_columns = 0; });`
-class LinalgTuningGuard {
- public:
-  template <class Edit>
-  explicit LinalgTuningGuard(Edit edit) : previous_(linalg_tuning()) {
-    LinalgTuning options = previous_;
-    edit(options);
-    set_linalg_tuning(options);
-  }
-  ~LinalgTuningGuard() { set_linalg_tuning(previous_); }
-  LinalgTuningGuard(const LinalgTuningGuard&) = delete;
-  LinalgTuningGuard& operator=(const LinalgTuningGuard&) = delete;
-
- private:
-  LinalgTuning previous_;
-};
+using LinalgTuningGuard = ScopedTuning<LinalgTuning, linalg_tuning, set_linalg_tuning>;
 
 }  // namespace sg::detail::cuda

@@ -7,21 +7,15 @@
 namespace sg::detail::cuda {
 
 namespace {
-
-std::mutex options_mutex;
-GemmTuning current_options;
-
+TuningState<GemmTuning>& state() {
+  static TuningState<GemmTuning> tuning;
+  return tuning;
+}
 }  // namespace
 
-GemmTuning gemm_tuning() {
-  std::lock_guard<std::mutex> lock(options_mutex);
-  return current_options;
-}
+GemmTuning gemm_tuning() { return state().get(); }
 
-void set_gemm_tuning(const GemmTuning& options) {
-  std::lock_guard<std::mutex> lock(options_mutex);
-  current_options = options;
-}
+void set_gemm_tuning(const GemmTuning& options) { state().set(options); }
 
 GemmCounters& gemm_counters() {
   static GemmCounters counters;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <tuple>
 
+#include "cuda/tuning_state.h"
+
 namespace sg::detail::cuda {
 
 /// A setting the library decides by itself unless told: Auto is what it uses; Never and Always
@@ -91,21 +93,7 @@ void set_gemm_tuning(const GemmTuning& options);
 
 /// Sets the switches for a scope and restores the previous ones at its end (tests, benchmarks).
 /// Example: `GemmTuningGuard guard([](GemmTuning& o) { o.tf32_loop = Tf32Loop::MmaSync; });`
-class GemmTuningGuard {
- public:
-  template <class Edit>
-  explicit GemmTuningGuard(Edit edit) : previous_(gemm_tuning()) {
-    GemmTuning options = previous_;
-    edit(options);
-    set_gemm_tuning(options);
-  }
-  ~GemmTuningGuard() { set_gemm_tuning(previous_); }
-  GemmTuningGuard(const GemmTuningGuard&) = delete;
-  GemmTuningGuard& operator=(const GemmTuningGuard&) = delete;
-
- private:
-  GemmTuning previous_;
-};
+using GemmTuningGuard = ScopedTuning<GemmTuning, gemm_tuning, set_gemm_tuning>;
 
 /// The launch counters, each written once here: the statistics (GemmStats) and their atomic
 /// counterparts (GemmCounters) are both made from this list.
