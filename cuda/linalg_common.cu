@@ -12,16 +12,9 @@
 
 namespace sg::detail::cuda {
 
-namespace {
-TuningState<LinalgTuning>& state() {
-  static TuningState<LinalgTuning> tuning;
-  return tuning;
-}
-}  // namespace
+LinalgTuning linalg_tuning() { return tuning_state<LinalgTuning>().get(); }
 
-LinalgTuning linalg_tuning() { return state().get(); }
-
-void set_linalg_tuning(const LinalgTuning& options) { state().set(options); }
+void set_linalg_tuning(const LinalgTuning& options) { tuning_state<LinalgTuning>().set(options); }
 
 }  // namespace sg::detail::cuda
 

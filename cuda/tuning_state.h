@@ -24,6 +24,13 @@ class TuningState {
   T value_{};
 };
 
+/// The one process-wide state of switches of type T.
+template <class T>
+TuningState<T>& tuning_state() {
+  static TuningState<T> state;
+  return state;
+}
+
 /// Sets the switches that Get reads and Set writes for a scope, and restores the previous ones at its
 /// end, an exception's or an early test skip's included.
 template <class T, T (*Get)(), void (*Set)(const T&)>

@@ -2,20 +2,12 @@
 #include "cuda/gemm/tuning.h"
 
 #include <atomic>
-#include <mutex>
 
 namespace sg::detail::cuda {
 
-namespace {
-TuningState<GemmTuning>& state() {
-  static TuningState<GemmTuning> tuning;
-  return tuning;
-}
-}  // namespace
+GemmTuning gemm_tuning() { return tuning_state<GemmTuning>().get(); }
 
-GemmTuning gemm_tuning() { return state().get(); }
-
-void set_gemm_tuning(const GemmTuning& options) { state().set(options); }
+void set_gemm_tuning(const GemmTuning& options) { tuning_state<GemmTuning>().set(options); }
 
 GemmCounters& gemm_counters() {
   static GemmCounters counters;
