@@ -27,6 +27,7 @@
 #include "cuda/runtime.h"
 #include "cuda/structured_gemm.h"
 #include "ops/functors.h"
+#include "cuda/linalg_batched.cuh"
 #include "ops/matrix_batch.h"
 #include "ops/optim_math.h"
 
@@ -685,8 +686,10 @@ bool CudaBackend::gemm(const GemmProblem& problem, DType dtype) {
   const size_t element = element_size(dtype);
   if (!dense_product(p)) {
     if (problem.batch == 1) return launch_structured_gemm(problem, dtype, device_);
-    // A structured batch: one launch per product, each on the plan of its shape.
     SG_CHECK(problem.at == nullptr, "cuda gemm: op(A)ᵀ is written for one product at a time, not for a batch");
+    // A structured batch: small products on one fused launch, larger ones one launch per product,
+    // each on the plan of its shape.
+    if (batched::gemm(problem, dtype, device_)) return false;
     for (int64_t i = 0; i < problem.batch; ++i) launch_structured_gemm(batch_item(problem, i, element), dtype, device_);
     return false;
   }

@@ -49,17 +49,24 @@ class CudaBackend final : public Backend {
   bool gemm(const GemmProblem& p, DType dtype) override;
   bool writes_transposed_a(const GemmProblem& p, DType dtype) override;
 
-  // Blocked over the structured GEMM with small diagonal-block kernels (cuda/linalg_*.cu).
-  void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
+  // Batches of small matrices run on the fused kernels (cuda/linalg_batched.cu); larger matrices
+  // one at a time, blocked over the structured GEMM with small diagonal-block kernels (cuda/linalg_*.cu).
+  void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, const Tensor& b,
                         Tensor& x) override;
   void cholesky(const Tensor& a, Tensor& out, Tensor& info) override;
   void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) override;
+  bool cholesky_backward(const Tensor& l, const Tensor& dl, Tensor& ds) override;
 
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override;
   void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                  const AdamParams& h) override;
 
  private:
+  /// The blocked solve, Cholesky factor and inverse of one matrix (views from matrix_of); the Cholesky
+  /// factor's info is one int64 on the device.
+  void solve_one(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x);
+  void cholesky_one(const Tensor& a, Tensor& out, unsigned long long* info_word);
+  void inverse_one(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out);
   /// Throws unless `t` is defined and lives on this backend's device; `op` names the caller.
   void expect_on_device(const char* op, const Tensor& t) const;
   /// triu (lower = false) or tril (lower = true) of a matrix; `op` names the caller.

@@ -7,7 +7,9 @@
 
 #include <structgrad/core/storage.h>
 #include "cuda/kernel_util.cuh"
+#include "cuda/linalg_batched.cuh"
 #include "cuda/linalg_common.cuh"
+#include "ops/matrix_batch.h"
 
 namespace sg::detail::cuda::linalg {
 
@@ -258,14 +260,36 @@ void CudaBackend::cholesky(const Tensor& a, Tensor& out, Tensor& info) {
   expect_on_device("cholesky", a);
   expect_on_device("cholesky", out);
   expect_on_device("cholesky", info);
-  SG_CHECK(a.dim() == 2 && a.size(0) == a.size(1) && out.shape() == a.shape() && out.dtype() == a.dtype(),
+  SG_CHECK(a.dim() >= 2 && a.size(-1) == a.size(-2) && out.shape() == a.shape() && out.dtype() == a.dtype(),
            "cuda cholesky: A ", a.shape(), " ", a.dtype(), " does not fit L ", out.shape(), " ", out.dtype());
-  SG_CHECK(info.numel() == 1 && info.dtype() == DType::Int64, "cuda cholesky: info must be one int64");
-  const int64_t n = a.size(0);
+  const int64_t count = matrix_count(a);
+  SG_CHECK(info.numel() == count && info.dtype() == DType::Int64, "cuda cholesky: info must hold one int64 per matrix");
+  if (count == 0) return;
   DeviceGuard guard(device_);
+  SG_CUDA_CHECK(cudaMemsetAsync(info.data_ptr(), 0, info.nbytes(), stream(device_)));
+  if (batched::cholesky(a, out, info, device_)) return;
+  for (int64_t i = 0; i < count; ++i) {
+    Tensor li = matrix_of(out, i);
+    cholesky_one(matrix_of(a, i), li, static_cast<unsigned long long*>(info.data_ptr()) + i);
+  }
+}
+
+bool CudaBackend::cholesky_backward(const Tensor& l, const Tensor& dl, Tensor& ds) {
+  expect_on_device("cholesky_backward", l);
+  expect_on_device("cholesky_backward", dl);
+  expect_on_device("cholesky_backward", ds);
+  SG_CHECK(l.dim() >= 2 && l.size(-1) == l.size(-2) && dl.shape() == l.shape() && ds.shape() == l.shape() &&
+               dl.dtype() == l.dtype() && ds.dtype() == l.dtype(),
+           "cuda cholesky_backward: L ", l.shape(), " ", l.dtype(), " does not fit dL ", dl.shape(), " ", dl.dtype(),
+           " and dS ", ds.shape(), " ", ds.dtype());
+  if (l.numel() == 0) return true;
+  DeviceGuard guard(device_);
+  return batched::cholesky_backward(l, dl, ds, device_);
+}
+
+void CudaBackend::cholesky_one(const Tensor& a, Tensor& out, unsigned long long* info_word) {
+  const int64_t n = a.size(-1);
   const cudaStream_t s = stream(device_);
-  auto* info_word = static_cast<unsigned long long*>(info.data_ptr());
-  SG_CUDA_CHECK(cudaMemsetAsync(info_word, 0, sizeof(unsigned long long), s));
   if (n == 0) return;
   const LinalgTuning options = linalg_tuning();
   dispatch_dtype(a.dtype(), [&](auto tag) {

@@ -8,7 +8,9 @@
 
 #include <structgrad/core/storage.h>
 #include "cuda/kernel_util.cuh"
+#include "cuda/linalg_batched.cuh"
 #include "cuda/linalg_common.cuh"
+#include "ops/matrix_batch.h"
 
 namespace sg::detail::cuda::linalg {
 
@@ -112,17 +114,33 @@ namespace sg::detail::cuda {
 using namespace linalg;
 
 void CudaBackend::solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
-                                   Tensor& x) {
+                                   const Tensor& b, Tensor& x) {
   expect_on_device("solve_triangular", t);
+  expect_on_device("solve_triangular", b);
   expect_on_device("solve_triangular", x);
   SG_CHECK(is_triangular(kind), "cuda solve_triangular: op(T) must be Upper or Lower");
-  SG_CHECK(t.dim() == 2 && t.size(0) == t.size(1) && x.dim() == 2 && t.dtype() == x.dtype(),
-           "cuda solve_triangular: T ", t.shape(), " ", t.dtype(), " does not fit X ", x.shape(), " ", x.dtype());
-  const int64_t n = t.size(0), k = left ? x.size(1) : x.size(0);
-  SG_CHECK((left ? x.size(0) : x.size(1)) == n, "cuda solve_triangular: T ", t.shape(), " does not fit X ",
-           x.shape());
-  if (n == 0 || k == 0) return;
+  SG_CHECK(t.dim() >= 2 && t.size(-1) == t.size(-2) && x.dim() >= 2 && t.dtype() == x.dtype() &&
+               b.shape() == x.shape() && b.dtype() == x.dtype(),
+           "cuda solve_triangular: T ", t.shape(), " ", t.dtype(), " does not fit X ", x.shape(), " ", x.dtype(),
+           " and B ", b.shape(), " ", b.dtype());
+  const int64_t n = t.size(-1), k = left ? x.size(-1) : x.size(-2), count = matrix_count(x);
+  SG_CHECK((left ? x.size(-2) : x.size(-1)) == n && (matrix_count(t) == 1 || matrix_count(t) == count),
+           "cuda solve_triangular: T ", t.shape(), " does not fit X ", x.shape());
+  if (n == 0 || k == 0 || count == 0) return;
   DeviceGuard guard(device_);
+  if (batched::solve_triangular(t, kind, trans, unit_diagonal, left, b, x, device_)) return;
+  if (b.data_ptr() != x.data_ptr())
+    SG_CUDA_CHECK(cudaMemcpyAsync(x.data_ptr(), b.data_ptr(), x.nbytes(), cudaMemcpyDeviceToDevice, stream(device_)));
+  const bool shared_t = matrix_count(t) == 1;
+  for (int64_t i = 0; i < count; ++i) {
+    const Tensor ti = shared_t ? t : matrix_of(t, i);
+    Tensor xi = matrix_of(x, i);
+    solve_one(ti, kind, trans, unit_diagonal, left, xi);
+  }
+}
+
+void CudaBackend::solve_one(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
+  const int64_t n = t.size(-1), k = left ? x.size(-1) : x.size(-2);
   const LinalgTuning options = linalg_tuning();
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -146,13 +164,22 @@ void CudaBackend::triangular_inverse(const Tensor& t, Structure kind, bool unit_
   expect_on_device("triangular_inverse", t);
   expect_on_device("triangular_inverse", out);
   SG_CHECK(is_triangular(kind), "cuda triangular_inverse: T must be Upper or Lower");
-  SG_CHECK(t.dim() == 2 && t.size(0) == t.size(1) && out.shape() == t.shape() && out.dtype() == t.dtype(),
+  SG_CHECK(t.dim() >= 2 && t.size(-1) == t.size(-2) && out.shape() == t.shape() && out.dtype() == t.dtype(),
            "cuda triangular_inverse: T ", t.shape(), " ", t.dtype(), " does not fit the output ", out.shape(), " ",
            out.dtype());
-  const int64_t n = t.size(0);
-  if (n == 0) return;
+  const int64_t n = t.size(-1), count = matrix_count(t);
+  if (n == 0 || count == 0) return;
   SG_CHECK(out.data_ptr() != t.data_ptr(), "cuda triangular_inverse: the output must not alias T");
   DeviceGuard guard(device_);
+  if (batched::triangular_inverse(t, kind, unit_diagonal, out, device_)) return;
+  for (int64_t i = 0; i < count; ++i) {
+    Tensor oi = matrix_of(out, i);
+    inverse_one(matrix_of(t, i), kind, unit_diagonal, oi);
+  }
+}
+
+void CudaBackend::inverse_one(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) {
+  const int64_t n = t.size(-1);
   const LinalgTuning options = linalg_tuning();
   const bool lower = kind == Structure::LowerTriangular;
   dispatch_dtype(t.dtype(), [&](auto tag) {

@@ -181,21 +181,27 @@ class Backend {
   /// A's tiles anyway may offer it to the backward. The CPU backend never does.
   virtual bool writes_transposed_a(const GemmProblem& p, DType dtype) { return false; }
 
-  // The factorizations and solves take one matrix: T [n, n], B [n, k] or [k, n].
+  // The factorizations and solves take batches too: T [..., n, n] with X [..., n, k] or [..., k, n] of
+  // the same batch, or one T [n, n] that the whole batch of X shares.
 
-  /// Solves op(T)·X = B (`left`) or X·op(T) = B in place: x holds B on entry and X on exit. T is
-  /// [n, n], op(T) = Tᵀ when `trans`, and `kind` (Upper or Lower) is the structure of op(T): T's
-  /// other triangle is never read, nor its diagonal with `unit_diagonal` (taken as ones). Exact
-  /// arithmetic (never TF32); the op checks the diagonal for zeros first.
+  /// Solves op(T)·X = B (`left`) or X·op(T) = B per matrix: x receives X, b holds B (b may be x
+  /// itself: in place). op(T) = Tᵀ when `trans`, and `kind` (Upper or Lower) is the structure of op(T):
+  /// T's other triangle is never read, nor its diagonal with `unit_diagonal` (taken as ones). Exact
+  /// arithmetic (never TF32); the op checks the diagonals for zeros first.
   virtual void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
-                                Tensor& x) = 0;
-  /// out = the lower Cholesky factor of the symmetric positive definite a [n, n] (its lower
-  /// triangle read), exact zeros above the diagonal; info (0-d int64) = 0, or the 1-based index of
-  /// the first pivot that is not positive (out then holds anything). Never synchronises.
+                                const Tensor& b, Tensor& x) = 0;
+  /// out = the lower Cholesky factor of each symmetric positive definite matrix of a [..., n, n] (its
+  /// lower triangle read), exact zeros above the diagonal; info [...] (int64) = 0 per matrix, or the
+  /// 1-based index of its first pivot that is not positive or not a number (that matrix of out then
+  /// holds anything). Never synchronises.
   virtual void cholesky(const Tensor& a, Tensor& out, Tensor& info) = 0;
-  /// out = T⁻¹ for T [n, n] read through `kind` (Upper or Lower, as stored), exact zeros in the
-  /// other triangle; `unit_diagonal` as in solve_triangular.
+  /// out = T⁻¹ per matrix of T [..., n, n] read through `kind` (Upper or Lower, as stored), exact
+  /// zeros in the other triangle; `unit_diagonal` as in solve_triangular.
   virtual void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) = 0;
+  /// ds = the gradient of S for L = cholesky(S) given dl (read through its lower triangle), in one
+  /// fused kernel per batch, where the backend has one for this size; returns false (writing
+  /// nothing) where it has not, and the op composes it from triangular_inverse and products.
+  virtual bool cholesky_backward(const Tensor& l, const Tensor& dl, Tensor& ds) { return false; }
 
   /// Fused in-place optimizer updates of one parameter (see optim/optim.cpp).
   virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) = 0;

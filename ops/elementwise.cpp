@@ -103,15 +103,20 @@ static bool is_vector_like(const Tensor& t, int64_t n) {
 }
 
 /// The output structure of a broadcast binary op (docs/semantics.md), the same in either order. A
-/// structured operand passes its structure on only when the output has its shape.
+/// structured operand passes its structure on only when the output's matrices have its matrices'
+/// shape (it may be broadcast over batch dimensions).
 ///  * mul: Upper ⊙ anything is Upper (zeros stay zero); Sym ⊙ Sym and Sym ⊙ scalar are Symmetric.
 ///  * div: Upper / (a scalar, row or column) is Upper; Sym / Sym, Sym / scalar and scalar / Sym
 ///    are Symmetric.
 ///  * add, sub: a shared structure is kept; Sym ± scalar is Symmetric.
 /// Everything else, a row or column against a Symmetric matrix included, is Dense.
 Structure binary_structure(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) {
-  const Structure sa = a.shape() == out_shape ? a.structure() : Structure::Dense;
-  const Structure sb = b.shape() == out_shape ? b.structure() : Structure::Dense;
+  auto passed_on = [&out_shape](const Tensor& t) {
+    const size_t rank = out_shape.size();
+    const bool same_matrices = t.dim() >= 2 && t.size(-2) == out_shape[rank - 2] && t.size(-1) == out_shape[rank - 1];
+    return same_matrices ? t.structure() : Structure::Dense;
+  };
+  const Structure sa = passed_on(a), sb = passed_on(b);
   const int64_t n = out_shape.size() == 2 ? out_shape[0] : -1;
   auto symmetric = [](Structure s) { return s == Structure::Symmetric; };
   switch (op) {

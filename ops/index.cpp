@@ -89,6 +89,7 @@ Tensor index_select_impl(const Tensor& x, int64_t dim, const Tensor& index, bool
   IndexMap with_index = m;
   with_index.index = &index;
   Tensor out = gather_raw(x, with_size(x.shape(), d, index.numel()), with_index);
+  if (d < x.dim() - 2) out = detail::alias_with(out, out.shape(), x.structure());  // whole matrices, selected
   if (autograd::needs_record({x})) {
     const Shape shape = x.shape();
     autograd::record("index_select", {x}, {out}, {index}, [shape, m](BackwardContext& ctx) {
@@ -252,7 +253,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     total += t.size(d);
   }
   const Shape out_shape = with_size(first.shape(), d, total);
-  Tensor out = detail::empty_on(first, out_shape);
+  // Whole matrices of one structure, joined along a batch dimension, keep it.
+  Structure s = d < first.dim() - 2 ? first.structure() : Structure::Dense;
+  for (const Tensor& t : tensors)
+    if (t.structure() != s) s = Structure::Dense;
+  Tensor out = detail::empty_on(first, out_shape, s);
   std::vector<IndexMap> maps;
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
@@ -289,7 +294,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     detail::check_defined("stack", tensors[k]);
     SG_CHECK(tensors[k].shape() == shape, "stack: tensor ", k, " of shape ", tensors[k].shape(),
              " does not match tensor 0 of shape ", shape);
-    parts.push_back(reshape(tensors[k], unsqueezed));
+    parts.push_back(reshape(tensors[k], unsqueezed));  // keeps a structure when d is a batch dimension
   }
   return cat(parts, d);
 }

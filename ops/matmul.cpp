@@ -17,6 +17,7 @@
 
 #include <structgrad/autograd/node.h>
 #include <structgrad/ops/elementwise.h>
+#include <structgrad/ops/reduce.h>
 #include "ops/op_util.h"
 #include "ops/output_pool.h"
 #include <structgrad/ops/shape.h>
@@ -62,14 +63,25 @@ GemmOperand gradient_operand(Structure s, bool trans) {
   return d;
 }
 
-/// c = alpha · op(a) · op(b) into c [m, n], no autograd; `c_zeros_stored` as GemmProblem's, and `at`
-/// as gemm_raw's. Returns whether the backend wrote op(a)ᵀ into *at.
+/// The elements between neighbouring matrices of an operand of a batched product over `batch`
+/// matrices: 0 for one matrix the batch shares.
+int64_t operand_stride(const Tensor& x, int64_t batch) {
+  const int64_t count = detail::matrix_count(x);
+  SG_CHECK(count == 1 || count == batch, "gemm: internal error, an operand of shape ", x.shape(),
+           " in a batch of ", batch, " products");
+  return count == 1 ? 0 : x.size(-2) * x.size(-1);
+}
+
+/// c = alpha · op(a) · op(b) into c [..., m, n] (each matrix of c from the matrices of a and b at its
+/// place; an operand of one matrix is shared by the batch), no autograd; `c_zeros_stored` as
+/// GemmProblem's, and `at` as gemm_raw's. Returns whether the backend wrote op(a)ᵀ into *at.
 bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, Structure mask,
                double alpha, Precision precision, bool c_zeros_stored, Tensor* at) {
-  const int64_t m = da.trans ? a.size(1) : a.size(0);
-  const int64_t k = da.trans ? a.size(0) : a.size(1);
-  const int64_t n = db.trans ? b.size(0) : b.size(1);
-  if (m == 0 || n == 0) return false;
+  const int64_t m = da.trans ? a.size(-1) : a.size(-2);
+  const int64_t k = da.trans ? a.size(-2) : a.size(-1);
+  const int64_t n = db.trans ? b.size(-2) : b.size(-1);
+  const int64_t batch = detail::matrix_count(c);
+  if (m == 0 || n == 0 || batch == 0) return false;
   if (k == 0) {  // an empty sum: exact zeros, whatever the structures (no kernel sees k = 0)
     detail::backend_of(a).fill(c, 0.0);
     return false;
@@ -86,13 +98,17 @@ bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, Gemm
   p.a_data = a.data_ptr();
   p.b_data = b.data_ptr();
   p.c_data = c.data_ptr();
-  p.lda = a.size(1);
-  p.ldb = b.size(1);
+  p.lda = a.size(-1);
+  p.ldb = b.size(-1);
   p.ldc = n;
+  p.batch = batch;
+  p.batch_stride_a = operand_stride(a, batch);
+  p.batch_stride_b = operand_stride(b, batch);
+  p.batch_stride_c = m * n;
   p.c_zeros_stored = c_zeros_stored;
   detail::Backend& backend = detail::backend_of(a);
   Tensor at_buffer;
-  if (at != nullptr && backend.writes_transposed_a(p, a.dtype())) {
+  if (at != nullptr && batch == 1 && backend.writes_transposed_a(p, a.dtype())) {
     SG_CHECK(!da.trans, "gemm_raw: op(a)ᵀ is asked for only of an a read as it lies");
     at_buffer = detail::make_tensor({k, m}, a.dtype(), a.device());
     p.at = at_buffer.data_ptr();
@@ -102,20 +118,24 @@ bool gemm_into(Tensor& c, const Tensor& a, GemmOperand da, const Tensor& b, Gemm
   return wrote_at;
 }
 
-/// C = alpha · op(a) · op(b), no autograd. a: [m, k] (or [k, m] when trans), b: [k, n] (or [n, k]).
+/// C = alpha · op(a) · op(b), no autograd. a: [..., m, k] (or [..., k, m] when trans), b: [..., k, n]
+/// (or [..., n, k]), each a batch of the product's batch shape or one matrix the batch shares.
 /// `at`: where given and the backend offers it, the product also writes op(a)ᵀ into a [k, m] tensor
-/// (GemmProblem::at), which *at then holds (left undefined otherwise).
+/// (GemmProblem::at; one product only), which *at then holds (left undefined otherwise).
 Tensor gemm_raw(const Tensor& a, GemmOperand da, const Tensor& b, GemmOperand db, Structure mask, double alpha,
                 Tensor* at = nullptr, Precision precision = matmul_precision()) {
-  const int64_t m = da.trans ? a.size(1) : a.size(0);
-  const int64_t n = db.trans ? b.size(0) : b.size(1);
+  const int64_t m = da.trans ? a.size(-1) : a.size(-2);
+  const int64_t n = db.trans ? b.size(-2) : b.size(-1);
+  Shape shape = a.dim() == 2 && b.dim() == 2 ? Shape{} : detail::broadcast_batch_shape("matmul", a, b);
+  shape.push_back(m);
+  shape.push_back(n);
   // An UpperTriangular output on a CUDA device comes from the matmul op's pool: a block an earlier
   // output of its shape left with its zeros below the diagonal, where there is one, which the product
   // then leaves as they are (GemmProblem::c_zeros_stored).
   detail::UpperOutput pooled;
-  const bool pool = mask == Structure::UpperTriangular && a.device().is_cuda();
+  const bool pool = mask == Structure::UpperTriangular && a.device().is_cuda() && shape.size() == 2;
   if (pool) pooled = detail::take_upper_output(m, n, a.dtype(), a.device());
-  Tensor c = pool ? pooled.tensor : detail::make_tensor({m, n}, a.dtype(), a.device(), mask);
+  Tensor c = pool ? pooled.tensor : detail::make_tensor(shape, a.dtype(), a.device(), mask);
   gemm_into(c, a, da, b, db, mask, alpha, precision, pooled.zeros_held, at);
   if (pool) pooled.written();
   return c;
@@ -128,7 +148,9 @@ Tensor structured_product(Structure out, const Tensor& a, GemmOperand da, const 
                           double alpha, Tensor* at = nullptr, Precision precision = matmul_precision()) {
   if (detail::is_output_mask(out)) return gemm_raw(a, da, b, db, out, alpha, at, precision);
   const Tensor t = gemm_raw(b, flipped(db), a, flipped(da), detail::traits(out).transpose, alpha, nullptr, precision);
-  Tensor c = detail::make_tensor({t.size(1), t.size(0)}, a.dtype(), a.device(), out);
+  Shape shape = t.shape();
+  std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+  Tensor c = detail::make_tensor(shape, a.dtype(), a.device(), out);
   if (c.numel() > 0) detail::backend_of(a).transpose(t, c);
   return c;
 }
@@ -141,7 +163,15 @@ Tensor projected_product(Structure s, const Tensor& a, GemmOperand da, const Ten
   return structured_product(s, a, da, b, db, alpha);
 }
 
-/// The differentiable product C = op(a)·op(b) with the structure rule of the table.
+/// The gradient g of a batched product's operand x summed to x's shape where the batch shared x (or
+/// broadcast it), keeping its projected structure: a sum of matrices of one structure has it.
+Tensor summed_over_batch(const Tensor& g, const Tensor& x) {
+  if (!g.defined() || g.shape() == x.shape()) return g;
+  return detail::alias_with(detail::sum_to(g, x.shape()), x.shape(), g.structure());
+}
+
+/// The differentiable product C = op(a)·op(b) with the structure rule of the table, for matrices or
+/// batches of them (each operand of the product's batch shape or one matrix the batch shares).
 Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool tb) {
   const Structure sa = a.structure(), sb = b.structure();
   const GemmOperand da = operand(sa, ta), db = operand(sb, tb);
@@ -153,7 +183,8 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
   // such product.
   Tensor at;
   const bool offer_at = !ta && !tb && (sa == Structure::Dense || sa == Structure::UpperTriangular) &&
-                        result != Structure::LowerTriangular && autograd::needs_record({b});
+                        result != Structure::LowerTriangular && a.dim() == 2 && b.dim() == 2 &&
+                        autograd::needs_record({b});
   Tensor c = structured_product(result, a, da, b, db, 1.0, offer_at ? &at : nullptr);
   if (!autograd::needs_record({a, b})) return c;
 
@@ -179,7 +210,8 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
         db_grad = tb ? projected_product(sb, g, gradient_operand(sc, true), a_saved, operand(sa, ta), 1.0)
                      : projected_product(sb, a_saved, operand(sa, !ta), g, gradient_operand(sc, false), 1.0);
     }
-    return std::vector<Tensor>{da_grad, db_grad};
+    // An operand the batch shared gets the sum of its gradients over the batch.
+    return std::vector<Tensor>{summed_over_batch(da_grad, a_saved), summed_over_batch(db_grad, b_saved)};
   };
   std::vector<Tensor> saved{a, b};
   if (saved_at) saved.push_back(at);
@@ -189,8 +221,8 @@ Tensor product(const char* name, const Tensor& a, bool ta, const Tensor& b, bool
 
 // ---- the out-style entry points ----------------------------------------------------------
 
-/// Checks an operand of an out-style product: defined, on a's device and of a's dtype, a matrix,
-/// square when read as UpperTriangular or Symmetric.
+/// Checks an operand of an out-style product: defined, on a's device and of a's dtype, a matrix or a
+/// batch of them of a's batch shape, square when read as UpperTriangular or Symmetric.
 void check_out_operand(const char* op, const char* what, const Tensor& t, Structure as, const Tensor& a) {
   SG_CHECK(t.defined(), op, ": ", what, " is undefined");
   detail::check_floating(op, t);
@@ -198,9 +230,20 @@ void check_out_operand(const char* op, const char* what, const Tensor& t, Struct
            t.device());
   SG_CHECK(t.dtype() == a.dtype(), op, ": expected every tensor of dtype ", a.dtype(), ", got ", what, " of dtype ",
            t.dtype());
-  const detail::MatrixBatch view = detail::one_matrix(op, what, t);
+  const detail::MatrixBatch view = detail::matrix_batch(op, what, t);
   SG_CHECK(as == Structure::Dense || view.square(), op, ": ", what, " read as ", as, " must be square, got shape ",
            t.shape());
+  SG_CHECK(view.batch_shape == Shape(a.shape().begin(), a.shape().end() - 2), op, ": expected ", what,
+           " of the batch shape of a ", a.shape(), ", got shape ", t.shape(),
+           " (broadcast the operands to one batch shape first)");
+}
+
+/// The shape of a batch of rows × cols matrices of a's batch shape.
+Shape batch_with(const Tensor& a, int64_t rows, int64_t cols) {
+  Shape shape(a.shape().begin(), a.shape().end() - 2);
+  shape.push_back(rows);
+  shape.push_back(cols);
+  return shape;
 }
 
 /// True when the byte ranges of x and y overlap.
@@ -262,15 +305,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
            " cannot be multiplied (expected vectors, matrices or batches of matrices)");
   const int64_t b_rows = b.dim() == 1 ? b.size(0) : b.size(-2);
   SG_CHECK(a.shape().back() == b_rows, "matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
-  if (a.dim() == 1) return reshape(matmul(reshape(a, {1, a.size(0)}), b), {-1});
-  if (b.dim() == 1) return reshape(matmul(a, reshape(b, {b.size(0), 1})), {-1});
-  const detail::MatrixBatch va = detail::matrix_batch("matmul", "a", a), vb = detail::matrix_batch("matmul", "b", b);
-  detail::MatrixBatch a_batch = va, b_batch = vb;
-  detail::broadcast_batches("matmul", a_batch, b_batch);  // the batch shapes must broadcast
-  detail::require_single_matrix("matmul", va);
-  detail::require_single_matrix("matmul", vb);
+  // A vector operand is a matrix of one row (a) or one column (b), that dimension then dropped.
+  if (a.dim() == 1 || b.dim() == 1) {
+    const Tensor c = matmul(a.dim() == 1 ? reshape(a, {1, a.size(0)}) : a, b.dim() == 1 ? reshape(b, {b.size(0), 1}) : b);
+    if (a.dim() == 1 && b.dim() == 1) return reshape(c, {1});
+    Shape shape = c.shape();
+    shape.erase(shape.end() - (b.dim() == 1 ? 1 : 2));
+    return reshape(c, shape);
+  }
+  const Shape batch = detail::broadcast_batch_shape("matmul", a, b);  // the batch shapes must broadcast
   const Structure rule = detail::product_structure(a.structure(), b.structure());
-  Tensor c = product("matmul", a, false, b, false);
+  Tensor c = product("matmul", detail::batch_broadcast(a, batch), false, detail::batch_broadcast(b, batch), false);
   SG_CHECK(c.structure() == rule, "matmul: internal error, the product of ", a.structure(), " and ",
            b.structure(), " came out ", c.structure());
   return c;
@@ -287,9 +332,10 @@ LowerTriangular matmul(const LowerTriangular& a, const LowerTriangular& b) {
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   detail::check_same_device_dtype("linear", x, w);
   detail::check_floating("linear", x);
-  detail::one_matrix("linear", "the input", x);
-  detail::one_matrix("linear", "the weight", w);
-  SG_CHECK(x.size(1) == w.size(1), "linear: input of shape ", x.shape(), " does not fit weight of shape ", w.shape(),
+  detail::matrix_batch("linear", "the input", x);
+  detail::matrix_batch("linear", "the weight", w);
+  SG_CHECK(w.dim() == 2, "linear: expected the weight to be one matrix [out, in], got shape ", w.shape());
+  SG_CHECK(x.size(-1) == w.size(1), "linear: input of shape ", x.shape(), " does not fit weight of shape ", w.shape(),
            " (expected input [batch, ", w.size(1), "])");
   if (bias.defined()) {
     SG_CHECK(bias.device() == x.device(), "linear: bias on ", bias.device(), " but input on ", x.device());
@@ -304,7 +350,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 Symmetric gram(const Tensor& a) {
   detail::check_floating("gram", a);
-  detail::one_matrix("gram", "the operand", a);
+  detail::matrix_batch("gram", "the operand", a);
   const Structure sa = a.structure();
   Tensor c = gemm_raw(a, operand(sa, false), a, operand(sa, true), Structure::Symmetric, 1.0);
   if (autograd::needs_record({a})) {
@@ -325,8 +371,8 @@ void matmul_out(Tensor& out, const Tensor& a, Structure a_as, const Tensor& b, S
   SG_CHECK(a.defined(), op, ": a is undefined");
   check_out_operand(op, "a", a, a_as, a);
   check_out_operand(op, "b", b, b_as, a);
-  SG_CHECK(a.size(1) == b.size(0), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
-  check_output(op, "out", out, {a.size(0), b.size(1)}, a, {&a, &b});
+  SG_CHECK(a.size(-1) == b.size(-2), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
+  check_output(op, "out", out, batch_with(a, a.size(-2), b.size(-1)), a, {&a, &b});
   bump_version(out);
   // A product of two lower operands comes out lower of itself: read through the structures, the
   // entries above the diagonal are sums of exact zeros.
@@ -342,10 +388,10 @@ void matmul_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, co
   SG_CHECK(a.defined(), op, ": a is undefined");
   check_out_operand(op, "a", a, a_as, a);
   check_out_operand(op, "b", b, b_as, a);
-  SG_CHECK(a.size(1) == b.size(0), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
+  SG_CHECK(a.size(-1) == b.size(-2), op, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied");
   check_out_operand(op, "grad", grad, Structure::Dense, a);
-  SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == b.size(1), op, ": expected grad of shape [", a.size(0), ", ",
-           b.size(1), "], got ", grad.shape());
+  SG_CHECK(grad.shape() == batch_with(a, a.size(-2), b.size(-1)), op, ": expected grad of shape ",
+           batch_with(a, a.size(-2), b.size(-1)), ", got ", grad.shape());
   // The product's structure: G is read through it, so an Upper product ignores G's lower triangle.
   const Structure sc = detail::product_structure(a_as, b_as);
   if (a_grad.defined()) check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &b, &grad});
@@ -367,7 +413,7 @@ void gram_out(Tensor& out, const Tensor& a, Structure a_as, Precision precision)
   constexpr const char* op = "gram_out";
   SG_CHECK(a.defined(), op, ": a is undefined");
   check_out_operand(op, "a", a, a_as, a);
-  check_output(op, "out", out, {a.size(0), a.size(0)}, a, {&a});
+  check_output(op, "out", out, batch_with(a, a.size(-2), a.size(-2)), a, {&a});
   bump_version(out);
   gemm_into(out, a, gradient_operand(a_as, false), a, gradient_operand(a_as, true), Structure::Symmetric, 1.0,
             precision, false, nullptr);
@@ -378,8 +424,8 @@ void gram_backward_out(const Tensor& grad, const Tensor& a, Structure a_as, Tens
   SG_CHECK(a.defined(), op, ": a is undefined");
   check_out_operand(op, "a", a, a_as, a);
   check_out_operand(op, "grad", grad, Structure::Dense, a);
-  SG_CHECK(grad.size(0) == a.size(0) && grad.size(1) == a.size(0), op, ": expected grad of shape [", a.size(0), ", ",
-           a.size(0), "], got ", grad.shape());
+  SG_CHECK(grad.shape() == batch_with(a, a.size(-2), a.size(-2)), op, ": expected grad of shape ",
+           batch_with(a, a.size(-2), a.size(-2)), ", got ", grad.shape());
   check_output(op, "a_grad", a_grad, a.shape(), a, {&a, &grad});
   bump_version(a_grad);
   // d(a·aᵀ) = (G + Gᵀ)·a = 2·sym(G)·a; sym(G) stores its mirror, so it is read as operand(Symmetric) is.

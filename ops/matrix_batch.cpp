@@ -2,7 +2,11 @@
 #include "ops/matrix_batch.h"
 
 #include <algorithm>
+#include <sstream>
 #include <string>
+
+#include <structgrad/ops/shape.h>
+#include "ops/op_util.h"
 
 namespace sg::detail {
 
@@ -81,23 +85,59 @@ void broadcast_batches(const char* op, MatrixBatch& a, MatrixBatch& b) {
   b = std::move(y);
 }
 
-void require_single_matrix(const char* op, const MatrixBatch& view) {
-  SG_CHECK(view.single(), op, ": batches of matrices are not supported yet, got a batch of shape ", view.batch_shape,
-           " of ", view.rows, " × ", view.cols, " matrices");
-}
-
-MatrixBatch one_matrix(const char* op, const char* what, const Tensor& t) {
-  MatrixBatch v = matrix_batch(op, what, t);
-  require_single_matrix(op, v);
-  return v;
-}
-
-MatrixBatch one_square_matrix(const char* op, const Tensor& t) {
+MatrixBatch square_matrices(const char* op, const Tensor& t) {
   SG_CHECK(t.defined(), op, ": got an undefined tensor");
   check_floating(op, t);
-  MatrixBatch v = square_batch(op, nullptr, t);
-  require_single_matrix(op, v);
-  return v;
+  return square_batch(op, nullptr, t);
+}
+
+std::string matrix_name(const MatrixBatch& view, int64_t index) {
+  if (view.single()) return "the matrix";
+  std::ostringstream out;
+  out << "matrix ";
+  if (view.batch_shape.size() == 1) {
+    out << index;
+  } else {
+    Shape position(view.batch_shape.size());
+    for (size_t d = view.batch_shape.size(); d-- > 0;) {
+      position[d] = view.batch_shape[d] ? index % view.batch_shape[d] : 0;
+      index = view.batch_shape[d] ? index / view.batch_shape[d] : 0;
+    }
+    out << shape_str(position);
+  }
+  out << " of the batch";
+  return out.str();
+}
+
+std::string matrix_position(const MatrixBatch& view, int64_t index) {
+  return view.single() ? std::string() : " of " + matrix_name(view, index);
+}
+
+Shape broadcast_batch_shape(const char* op, const Tensor& a, const Tensor& b) {
+  MatrixBatch va = matrix_batch(op, "a", a), vb = matrix_batch(op, "b", b);
+  const size_t rank = std::min(va.batch_shape.size(), vb.batch_shape.size());
+  for (size_t d = 1; d <= rank; ++d) {
+    const int64_t x = va.batch_shape[va.batch_shape.size() - d], y = vb.batch_shape[vb.batch_shape.size() - d];
+    SG_CHECK(x == y || x == 1 || y == 1, op, ": the batch shapes ", va.batch_shape, " and ", vb.batch_shape,
+             " of shapes ", a.shape(), " and ", b.shape(), " cannot be broadcast");
+  }
+  broadcast_batches(op, va, vb);
+  return va.batch_shape;
+}
+
+Tensor matrix_of(const Tensor& t, int64_t i) {
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  char* first = static_cast<char*>(t.data_ptr()) + static_cast<size_t>(i * rows * cols) * element_size(t.dtype());
+  return from_blob(first, {rows, cols}, TensorOptions().dtype(t.dtype()).device(t.device()));
+}
+
+Tensor batch_broadcast(const Tensor& t, const Shape& batch_shape) {
+  const Shape own(t.shape().begin(), t.shape().end() - 2);
+  if (own == batch_shape || (shape_numel(own) == 1 && shape_numel(batch_shape) != 0)) return t;
+  Shape shape = batch_shape;
+  shape.push_back(t.size(-2));
+  shape.push_back(t.size(-1));
+  return broadcast_to(t, shape);
 }
 
 }  // namespace sg::detail

@@ -44,15 +44,31 @@ MatrixBatch square_batch(const char* op, const char* what, const Tensor& t);
 /// naming `op` and both shapes where they do not broadcast.
 void broadcast_batches(const char* op, MatrixBatch& a, MatrixBatch& b);
 
-/// Throws naming `op` unless `view` is a single matrix: for the ops whose kernels take one matrix at a
-/// time ("matmul: batches of matrices are not supported yet, got a batch of shape [4] of 2 × 2 matrices").
-void require_single_matrix(const char* op, const MatrixBatch& view);
+/// The view of an op's floating-point square operand [..., n, n] (check_floating and square_batch).
+MatrixBatch square_matrices(const char* op, const Tensor& t);
 
-/// matrix_batch and require_single_matrix: the view of an operand of an op that takes one matrix.
-MatrixBatch one_matrix(const char* op, const char* what, const Tensor& t);
+/// Matrix `index` (row-major over the batch) of `view` in messages: "the matrix" for one matrix,
+/// "matrix 3 of the batch" for a batch of one dimension, "matrix [1, 2] of the batch" otherwise.
+std::string matrix_name(const MatrixBatch& view, int64_t index);
 
-/// The view of an op's one floating-point square operand, for an op that takes one matrix at a time:
-/// check_floating, square_batch and require_single_matrix.
-MatrixBatch one_square_matrix(const char* op, const Tensor& t);
+/// Where matrix `index` (row-major over the batch) of `view` lies, for messages: "" for one matrix,
+/// " of matrix 3 of the batch" for a batch of one dimension, " of matrix [1, 2] of the batch" otherwise.
+std::string matrix_position(const MatrixBatch& view, int64_t index);
+
+/// The broadcast of the batch shapes of a and b (matrices or batches of them; torch.matmul's rule);
+/// throws naming `op` and both shapes where they do not broadcast.
+Shape broadcast_batch_shape(const char* op, const Tensor& a, const Tensor& b);
+
+/// t [..., r, c] broadcast over `batch_shape` (t's batch shape must broadcast to it), keeping its
+/// structure tag: t itself where its batch shape is already `batch_shape` or where t holds one matrix
+/// (the batch then shares it: batch stride 0); otherwise a differentiable copy.
+Tensor batch_broadcast(const Tensor& t, const Shape& batch_shape);
+
+/// Matrix i of t [..., r, c] as an [r, c] tensor over t's memory (no copy, no ownership: t must
+/// outlive it and the work queued on it), for a backend that runs a batch one matrix at a time.
+Tensor matrix_of(const Tensor& t, int64_t i);
+
+/// The number of matrices of t [..., r, c].
+inline int64_t matrix_count(const Tensor& t) { return shape_numel(Shape(t.shape().begin(), t.shape().end() - 2)); }
 
 }  // namespace sg::detail

@@ -96,7 +96,9 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
   Tensor kept = detail::sum_dim_raw(x, d);
   Shape out_shape = x.shape();
   out_shape.erase(out_shape.begin() + d);
-  Tensor out = keepdim ? kept : detail::alias_with(kept, out_shape, Structure::Dense);
+  // A sum over a batch dimension adds matrices of one structure: the structure stays.
+  const Structure s = d < x.dim() - 2 ? x.structure() : Structure::Dense;
+  Tensor out = detail::alias_with(kept, keepdim ? kept.shape() : out_shape, s);
   if (autograd::needs_record({x})) {
     const Shape x_shape = x.shape(), kept_shape = kept.shape();
     autograd::record("sum", {x}, {out}, {}, [x_shape, kept_shape](autograd::BackwardContext& ctx) {

@@ -1,8 +1,9 @@
-// transpose, reshape, diagonal, with_diagonal, each with its backward.
+// transpose, reshape, broadcast_to, diagonal, with_diagonal and diag_embed, each with its backward.
 #include <structgrad/ops/shape.h>
 
 #include <structgrad/autograd/node.h>
 #include <structgrad/ops/factories.h>
+#include <structgrad/ops/reduce.h>
 #include "ops/op_util.h"
 
 namespace sg {
@@ -11,7 +12,6 @@ Tensor transpose(const Tensor& x) {
   detail::check_floating("transpose", x);
   if (x.dim() < 2) return x;
   const detail::MatrixBatch view = detail::matrix_batch("transpose", nullptr, x);
-  detail::require_single_matrix("transpose", view);
   if (detail::traits(x.structure()).symmetric) return x;  // Sᵀ = S
   // Uᵀ is lower and Lᵀ upper: the tag follows the zeros (the structure table's transpose).
   const Structure s = detail::traits(x.structure()).transpose;
@@ -44,7 +44,10 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     target[static_cast<size_t>(infer)] = x.numel() / known;
   }
   SG_CHECK(shape_numel(target) == x.numel(), "reshape: shape ", shape, " is invalid for input of shape ", x.shape());
-  Tensor out = detail::alias_with(x, target, Structure::Dense);
+  // Matrices that keep their place and shape keep their structure.
+  const bool same_matrices = x.dim() >= 2 && target.size() >= 2 && target[target.size() - 2] == x.size(-2) &&
+                             target.back() == x.size(-1);
+  Tensor out = detail::alias_with(x, target, same_matrices ? x.structure() : Structure::Dense);
   if (autograd::needs_record({x})) {
     const Shape from = x.shape();
     autograd::record("reshape", {x}, {out}, {}, [from](autograd::BackwardContext& ctx) {
@@ -54,28 +57,56 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return out;
 }
 
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  detail::check_defined("broadcast_to", x);
+  if (x.shape() == shape) return x;
+  Tensor out = detail::expand_raw(x, shape);
+  const bool same_matrices = x.dim() >= 2 && shape.size() >= 2 && shape[shape.size() - 2] == x.size(-2) &&
+                             shape.back() == x.size(-1);
+  if (same_matrices && x.structure() != Structure::Dense) out = detail::alias_with(out, shape, x.structure());
+  if (autograd::needs_record({x})) {
+    const Shape from = x.shape();
+    autograd::record("broadcast_to", {x}, {out}, {}, [from](autograd::BackwardContext& ctx) {
+      return std::vector<Tensor>{detail::sum_to(ctx.grad_outputs[0], from)};
+    });
+  }
+  return out;
+}
+
+namespace {
+/// The batch of matrices zeros [..., n, n] with diagonals d [..., n], tagged s (a diagonal matrix
+/// holds every structure's invariant).
+Tensor diagonal_matrices(const Tensor& d, Structure s) {
+  Shape shape = d.shape();
+  shape.push_back(d.size(-1));
+  Tensor z = zeros(shape, TensorOptions().dtype(d.dtype()).device(d.device()));
+  Tensor out = detail::make_tensor(shape, d.dtype(), d.device(), s);
+  if (out.numel() > 0) detail::backend_of(d).set_diagonal(z, d, out);
+  return out;
+}
+
+/// The shape of the diagonals of x [..., n, n]: [..., n].
+Shape diagonal_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+}  // namespace
+
 Tensor diagonal(const Tensor& x) {
-  const int64_t n = detail::one_square_matrix("diagonal", x).rows;
-  Tensor out = detail::empty_on(x, {n});
-  if (n > 0) detail::backend_of(x).diagonal(x, out);
+  detail::square_matrices("diagonal", x);
+  Tensor out = detail::empty_on(x, diagonal_shape(x));
+  if (out.numel() > 0) detail::backend_of(x).diagonal(x, out);
   if (autograd::needs_record({x})) {
     const Structure s = x.structure();
-    autograd::record("diagonal", {x}, {out}, {}, [n, s](autograd::BackwardContext& ctx) {
+    autograd::record("diagonal", {x}, {out}, {}, [s](autograd::BackwardContext& ctx) {
       // A diagonal matrix satisfies every structure's invariant: tag it like x.
-      const Tensor& g = ctx.grad_outputs[0];
-      Tensor z = zeros({n, n}, TensorOptions().dtype(g.dtype()).device(g.device()));
-      Tensor dx = detail::make_tensor({n, n}, g.dtype(), g.device(), s);
-      if (n > 0) detail::backend_of(g).set_diagonal(z, g, dx);
-      return std::vector<Tensor>{dx};
+      return std::vector<Tensor>{diagonal_matrices(ctx.grad_outputs[0], s)};
     });
   }
   return out;
 }
 
 Tensor with_diagonal(const Tensor& x, const Tensor& d) {
-  detail::one_square_matrix("with_diagonal", x);
+  detail::square_matrices("with_diagonal", x);
   detail::check_same_device_dtype("with_diagonal", x, d);
-  SG_CHECK(d.dim() == 1 && d.size(0) == x.size(0), "with_diagonal: diagonal of shape ", d.shape(),
+  SG_CHECK(d.shape() == diagonal_shape(x), "with_diagonal: diagonal of shape ", d.shape(),
            " does not fit a matrix of shape ", x.shape());
   Tensor out = detail::empty_like(x, x.structure());
   if (x.numel() > 0) detail::backend_of(x).set_diagonal(x, d, out);
@@ -87,13 +118,29 @@ Tensor with_diagonal(const Tensor& x, const Tensor& d) {
       if (ctx.needs(0)) {
         dx = detail::empty_like(g, g.structure());
         if (!empty)
-          detail::backend_of(g).set_diagonal(g, zeros({g.size(0)}, TensorOptions().dtype(g.dtype()).device(g.device())), dx);
+          detail::backend_of(g).set_diagonal(g, zeros(diagonal_shape(g), TensorOptions().dtype(g.dtype()).device(g.device())), dx);
       }
       if (ctx.needs(1)) {
-        dd = detail::empty_on(g, {g.size(0)});
+        dd = detail::empty_on(g, diagonal_shape(g));
         if (!empty) detail::backend_of(g).diagonal(g, dd);
       }
       return std::vector<Tensor>{dx, dd};
+    });
+  }
+  return out;
+}
+
+Tensor diag_embed(const Tensor& d) {
+  detail::check_defined("diag_embed", d);
+  detail::check_floating("diag_embed", d);
+  SG_CHECK(d.dim() >= 1, "diag_embed: expected a vector or a batch of them, got shape ", d.shape());
+  Tensor out = diagonal_matrices(d, Structure::Dense);
+  if (autograd::needs_record({d})) {
+    autograd::record("diag_embed", {d}, {out}, {}, [](autograd::BackwardContext& ctx) {
+      const Tensor& g = ctx.grad_outputs[0];
+      Tensor dd = detail::empty_on(g, diagonal_shape(g));
+      if (dd.numel() > 0) detail::backend_of(g).diagonal(g, dd);
+      return std::vector<Tensor>{dd};
     });
   }
   return out;

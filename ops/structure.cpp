@@ -28,7 +28,7 @@ void keep_stored(const char* op, const Tensor& x, Tensor& out, uint8_t stored, i
 /// triu (Upper: entries with j − i >= diagonal, diagonal >= 0) or tril (Lower: j − i <= diagonal,
 /// diagonal <= 0), tagged; the gradient is the same projection of G.
 Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, Structure s) {
-  detail::one_square_matrix(op, x);
+  detail::square_matrices(op, x);
   const uint8_t stored = detail::traits(s).stored;
   const bool lower = !(stored & detail::kAboveDiagonal);
   SG_CHECK(lower ? diagonal <= 0 : diagonal >= 0, op, ": diagonal must be ", lower ? "<= 0" : ">= 0", " for ",
@@ -76,7 +76,7 @@ LowerTriangular tril(const Tensor& x, int64_t diagonal) {
 }
 
 Symmetric sym(const Tensor& x) {
-  detail::one_square_matrix("sym", x);
+  detail::square_matrices("sym", x);
   Tensor out = detail::empty_like(x, Structure::Symmetric);
   if (x.numel() > 0) detail::backend_of(x).symmetrize(x, out);
   if (autograd::needs_record({x})) {
@@ -117,14 +117,15 @@ Tensor tagged_identity(const char* name, const Tensor& x, Structure s) {
 namespace {
 /// x tagged Upper or Lower after checking its other triangle holds exact zeros.
 Tensor as_triangular(const char* op, const Tensor& x, Structure s) {
-  detail::one_square_matrix(op, x);
+  const detail::MatrixBatch view = detail::square_matrices(op, x);
   if (x.structure() == s) return x;
   const int64_t bad = x.numel() ? detail::backend_of(x).find_structure_violation(x, s) : -1;
   if (bad >= 0) {
-    const int64_t n = x.size(0), i = bad / n, j = bad % n;
+    const int64_t n = view.rows, i = bad / n % n, j = bad % n;
     const bool lower = !(detail::traits(s).stored & detail::kAboveDiagonal);
-    SG_FAIL(op, ": entry (", i, ", ", j, ") = ", element_at(x, bad), " is ", lower ? "above" : "below",
-            " the diagonal and not zero; use sg::", detail::traits(s).projection_op, " to project");
+    SG_FAIL(op, ": entry (", i, ", ", j, ")", detail::matrix_position(view, bad / (n * n)), " = ", element_at(x, bad),
+            " is ", lower ? "above" : "below", " the diagonal and not zero; use sg::", detail::traits(s).projection_op,
+            " to project");
   }
   return tagged_identity(op, x, s);
 }
@@ -135,13 +136,14 @@ UpperTriangular as_upper(const Tensor& x) { return UpperTriangular(as_triangular
 LowerTriangular as_lower(const Tensor& x) { return LowerTriangular(as_triangular("as_lower", x, Structure::LowerTriangular)); }
 
 Symmetric as_symmetric(const Tensor& x) {
-  detail::one_square_matrix("as_symmetric", x);
+  const detail::MatrixBatch view = detail::square_matrices("as_symmetric", x);
   if (x.structure() == Structure::Symmetric) return Symmetric(x);
   const int64_t bad = x.numel() ? detail::backend_of(x).find_structure_violation(x, Structure::Symmetric) : -1;
   if (bad >= 0) {
-    const int64_t n = x.size(0), i = bad / n, j = bad % n;
-    SG_FAIL("as_symmetric: entry (", i, ", ", j, ") = ", element_at(x, bad), " differs from entry (", j, ", ", i,
-            ") = ", element_at(x, j * n + i), "; use sg::sym to project");
+    const int64_t n = view.rows, i = bad / n % n, j = bad % n, first = bad - bad % (n * n);
+    SG_FAIL("as_symmetric: entry (", i, ", ", j, ")", detail::matrix_position(view, bad / (n * n)), " = ",
+            element_at(x, bad), " differs from entry (", j, ", ", i, ") = ", element_at(x, first + j * n + i),
+            "; use sg::sym to project");
   }
   return Symmetric(tagged_identity("as_symmetric", x, Structure::Symmetric));
 }
@@ -225,14 +227,17 @@ UpperTriangular operator-(const UpperTriangular& a, const UpperTriangular& b) { 
 UpperTriangular operator-(const UpperTriangular& a) { return UpperTriangular(neg(a)); }
 UpperTriangular operator*(const UpperTriangular& a, const UpperTriangular& b) { return UpperTriangular(mul(a, b)); }
 namespace {
-/// T ⊙ t typed, T triangular: triangular whenever t broadcasts to T's shape (any rank ≤ 2); a t of
-/// higher rank broadcasts T itself, and the result is no matrix of T's structure.
+/// T ⊙ t typed, T triangular: triangular whenever t broadcasts to T's shape; a t that broadcasts T
+/// itself to new matrices gives no matrix of T's structure.
 template <typename Typed>
 Typed triangular_product(const Tensor& a, const Tensor& b, const Tensor& other, const Tensor& triangular) {
   detail::check_defined("mul", other);
   const char* name = structure_name(triangular.structure());
-  SG_CHECK(other.dim() <= 2, "mul: ", name, " ", triangular.shape(), " ⊙ a tensor of shape ", other.shape(),
-           " broadcasts beyond the matrix and is not ", name, "; multiply its .dense() for a Dense result");
+  Shape out_shape;
+  detail::make_broadcast("mul", a.shape(), b.shape(), out_shape);
+  SG_CHECK(out_shape == triangular.shape(), "mul: ", name, " ", triangular.shape(), " ⊙ a tensor of shape ",
+           other.shape(), " broadcasts beyond the matrix and is not ", name,
+           "; multiply its .dense() for a Dense result");
   return Typed(mul(a, b));
 }
 }  // namespace

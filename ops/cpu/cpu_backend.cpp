@@ -355,17 +355,19 @@ class CpuBackend final : public Backend {
     return false;
   }
 
-  void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left,
+  // One matrix runs on the threads with_threads_for allows; a batch spreads its matrices over them.
+  void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, const Tensor& b,
                         Tensor& x) override {
-    cpu::with_threads_for(t.size(0) * t.size(0) * (left ? x.size(1) : x.size(0)) / 2,
-                          [&] { cpu::solve_triangular(t, kind, trans, unit_diagonal, left, x); });
+    const int64_t n = t.size(-1);
+    cpu::with_threads_for(n * x.numel() / 2, [&] { cpu::solve_triangular(t, kind, trans, unit_diagonal, left, b, x); });
   }
   void cholesky(const Tensor& a, Tensor& out, Tensor& info) override {
-    cpu::with_threads_for(a.size(0) * a.size(0) * a.size(0) / 6, [&] { cpu::cholesky(a, out, info); });
+    const int64_t n = a.size(-1);
+    cpu::with_threads_for(n * a.numel() / 6, [&] { cpu::cholesky(a, out, info); });
   }
   void triangular_inverse(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) override {
-    cpu::with_threads_for(t.size(0) * t.size(0) * t.size(0) / 2,
-                          [&] { cpu::triangular_inverse(t, kind, unit_diagonal, out); });
+    const int64_t n = t.size(-1);
+    cpu::with_threads_for(n * t.numel() / 2, [&] { cpu::triangular_inverse(t, kind, unit_diagonal, out); });
   }
 
   // The optimizer math is ops/optim_math.h's, shared with the CUDA kernels.

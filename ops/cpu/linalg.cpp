@@ -1,7 +1,14 @@
 // The CPU linear algebra kernels: triangular solves and inverses through Eigen's triangularView,
 // and a blocked right-looking Cholesky over Eigen blocks that reports the failing pivot (Eigen's
-// LLT only says that one failed).
+// LLT only says that one failed). A batch runs matrix by matrix, its matrices spread over the
+// OpenMP threads.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <Eigen/Dense>
 
@@ -21,6 +28,25 @@ using ConstMatMap = Eigen::Map<const RowMat<T>>;
 template <typename T>
 T* ptr(const Tensor& t) { return static_cast<T*>(t.data_ptr()); }
 
+/// The number of matrices of t [..., r, c].
+int64_t count_of(const Tensor& t) { return shape_numel(Shape(t.shape().begin(), t.shape().end() - 2)); }
+
+/// Runs body(i) for each matrix i < count of a batch whose matrices each cost about `flops`: on the
+/// OpenMP threads where there are several matrices and enough work, else in order (where a single
+/// matrix's Eigen calls may use the threads themselves).
+template <typename Body>
+void for_each_matrix(int64_t count, int64_t flops, Body&& body) {
+#ifdef _OPENMP
+  constexpr int64_t kMinParallelFlops = int64_t{1} << 20;
+  if (count > 1 && count * flops >= kMinParallelFlops && omp_get_max_threads() > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
 /// Solves with the triangular view of Mode (Lower or Upper, maybe | UnitDiag) of T's storage, read
 /// transposed or not, on the left or the right of x.
 template <int Mode, typename T>
@@ -35,11 +61,12 @@ void solve_with_view(const ConstMatMap<T>& t, bool trans, bool left, MatMap<T>& 
   }
 }
 
+/// Solves with one matrix T (n × n at t) in place on one matrix X (rows × cols at x).
 template <typename T>
-void solve_typed(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
-  const int64_t n = t.size(0);
-  ConstMatMap<T> tm(ptr<T>(t), n, n);
-  MatMap<T> xm(ptr<T>(x), x.size(0), x.size(1));
+void solve_one(const T* t, int64_t n, Structure kind, bool trans, bool unit_diagonal, bool left, T* x, int64_t rows,
+               int64_t cols) {
+  ConstMatMap<T> tm(t, n, n);
+  MatMap<T> xm(x, rows, cols);
   // kind is the structure of op(T): the stored triangle is the other one when T is read transposed.
   const bool stored_lower = (kind == Structure::LowerTriangular) != trans;
   if (stored_lower) {
@@ -92,33 +119,58 @@ int64_t cholesky_blocked(MatMap<T>& a) {
 }
 
 template <typename T>
+void solve_typed(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, const Tensor& b,
+                 Tensor& x) {
+  const int64_t n = t.size(-1), rows = x.size(-2), cols = x.size(-1), count = count_of(x);
+  const int64_t t_step = count_of(t) == 1 ? 0 : n * n, x_step = rows * cols;
+  const T* tp = ptr<T>(t);
+  const T* bp = ptr<T>(b);
+  T* xp = ptr<T>(x);
+  for_each_matrix(count, n * n * (left ? cols : rows), [&](int64_t i) {
+    T* xi = xp + i * x_step;
+    if (bp != xp) std::memcpy(xi, bp + i * x_step, static_cast<size_t>(x_step) * sizeof(T));
+    solve_one(tp + i * t_step, n, kind, trans, unit_diagonal, left, xi, rows, cols);
+  });
+}
+
+template <typename T>
 void cholesky_typed(const Tensor& a, Tensor& out, Tensor& info) {
-  const int64_t n = a.size(0);
-  MatMap<T> l(ptr<T>(out), n, n);
-  l = ConstMatMap<T>(ptr<T>(a), n, n).template triangularView<Eigen::Lower>();
-  const int64_t failed = cholesky_blocked(l);
-  *ptr<int64_t>(info) = failed + 1;
+  const int64_t n = a.size(-1);
+  const T* ap = ptr<T>(a);
+  T* lp = ptr<T>(out);
+  int64_t* codes = ptr<int64_t>(info);
+  for_each_matrix(count_of(a), n * n * n / 3, [&](int64_t i) {
+    MatMap<T> l(lp + i * n * n, n, n);
+    l = ConstMatMap<T>(ap + i * n * n, n, n).template triangularView<Eigen::Lower>();
+    codes[i] = cholesky_blocked(l) + 1;
+  });
 }
 
 template <typename T>
 void inverse_typed(const Tensor& t, Structure kind, bool unit_diagonal, Tensor& out) {
-  const int64_t n = t.size(0);
-  MatMap<T> o(ptr<T>(out), n, n);
-  o.setIdentity();
-  solve_typed<T>(t, kind, false, unit_diagonal, true, out);
-  // The solve fills the other triangle with the identity's exact zeros already; the diagonal of a
-  // unit-diagonal inverse is exactly one.
+  const int64_t n = t.size(-1);
+  const T* tp = ptr<T>(t);
+  T* op = ptr<T>(out);
+  for_each_matrix(count_of(t), n * n * n / 3, [&](int64_t i) {
+    MatMap<T> o(op + i * n * n, n, n);
+    o.setIdentity();
+    solve_one(tp + i * n * n, n, kind, false, unit_diagonal, true, op + i * n * n, n, n);
+    // The solve fills the other triangle with the identity's exact zeros already; the diagonal of a
+    // unit-diagonal inverse is exactly one.
+  });
 }
 
 }  // namespace
 
-void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, Tensor& x) {
+void solve_triangular(const Tensor& t, Structure kind, bool trans, bool unit_diagonal, bool left, const Tensor& b,
+                      Tensor& x) {
   if (x.numel() == 0) return;
-  if (t.dtype() == DType::Float32) solve_typed<float>(t, kind, trans, unit_diagonal, left, x);
-  else solve_typed<double>(t, kind, trans, unit_diagonal, left, x);
+  if (t.dtype() == DType::Float32) solve_typed<float>(t, kind, trans, unit_diagonal, left, b, x);
+  else solve_typed<double>(t, kind, trans, unit_diagonal, left, b, x);
 }
 
 void cholesky(const Tensor& a, Tensor& out, Tensor& info) {
+  if (info.numel() == 0) return;
   if (a.dtype() == DType::Float32) cholesky_typed<float>(a, out, info);
   else cholesky_typed<double>(a, out, info);
 }

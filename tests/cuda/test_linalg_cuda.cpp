@@ -174,7 +174,7 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
         const std::vector<double> bv = sg::randn(shape, sg::kFloat64).to_vector();
         sg::Tensor t_ref = sg::from_vector(tv, {n, n}, on(sg::kCPU, sg::kFloat64));
         sg::Tensor x_ref = sg::from_vector(bv, shape, on(sg::kCPU, sg::kFloat64));
-        cpu.solve_triangular(t_ref, kind, trans, unit, left, x_ref);
+        cpu.solve_triangular(t_ref, kind, trans, unit, left, x_ref, x_ref);
         const std::vector<double> ref = x_ref.to_vector_as<double>();
         const sg::Tensor t = sg::from_vector(tv, {n, n}, on(kCuda0, dtype));
         for (size_t path = 0; path <= settings().size(); ++path) {
@@ -184,7 +184,7 @@ TEST_P(LinalgCuda, SolveTriangularMatchesCpu) {
             o.few_columns = few ? k : 0;
           });
           sg::Tensor x = sg::from_vector(bv, shape, on(kCuda0, dtype));
-          gpu.solve_triangular(t, kind, trans, unit, left, x);
+          gpu.solve_triangular(t, kind, trans, unit, left, x, x);
           const double error = sgtest::rel_error(x.to_vector_as<double>(), ref);
           std::ostringstream name;
           name << (few ? "one launch " : "blocked    ") << (left ? "left  " : "right ") << (lower ? "lower " : "upper ")
@@ -299,12 +299,12 @@ TEST_P(LinalgCuda, EmptyOperandsDoNothing) {
   sg::detail::Backend& gpu = sg::detail::cuda_backend(0);
   const sg::Tensor t = sg::from_vector(triangular_values(5, true, false, 7), {5, 5}, on(kCuda0, dtype));
   sg::Tensor x = sg::Tensor::empty({5, 0}, on(kCuda0, dtype));
-  gpu.solve_triangular(t, Structure::LowerTriangular, false, false, true, x);
+  gpu.solve_triangular(t, Structure::LowerTriangular, false, false, true, x, x);
   sg::Tensor y = sg::Tensor::empty({0, 5}, on(kCuda0, dtype));
-  gpu.solve_triangular(t, Structure::LowerTriangular, false, false, false, y);
+  gpu.solve_triangular(t, Structure::LowerTriangular, false, false, false, y, y);
   const sg::Tensor t0 = sg::Tensor::empty({0, 0}, on(kCuda0, dtype));
   sg::Tensor x0 = sg::Tensor::empty({0, 3}, on(kCuda0, dtype));
-  gpu.solve_triangular(t0, Structure::UpperTriangular, true, false, true, x0);
+  gpu.solve_triangular(t0, Structure::UpperTriangular, true, false, true, x0, x0);
   sg::Tensor m0 = sg::Tensor::empty({0, 0}, on(kCuda0, dtype));
   gpu.triangular_inverse(t0, Structure::UpperTriangular, false, m0);
   sg::cuda::synchronize();

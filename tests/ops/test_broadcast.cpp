@@ -84,7 +84,7 @@ const char* op_name(Op op) { return op == Op::Mul ? "mul" : op == Op::Add ? "add
 S expected(Op op, S s, Kind k, bool first) {
   const bool scalar = k == Kind::Scalar0d || k == Kind::Scalar1 || k == Kind::Scalar11;
   const bool vector = k == Kind::Row || k == Kind::Row1n || k == Kind::Column;
-  if (k == Kind::Batch) return S::Dense;
+  if (k == Kind::Batch) k = Kind::DenseMatrix;  // the structured matrix broadcast over a batch: each matrix as one
   if (k == Kind::SameStructure && op != Op::Div) return s;
   if (s == S::UpperTriangular || s == S::LowerTriangular) {
     if (op == Op::Mul) return s;

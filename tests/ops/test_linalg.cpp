@@ -324,7 +324,7 @@ TEST_P(LinalgKernels, SolveTriangularEveryLayout) {
             sg::Tensor x = b.clone();
             // kind is the structure of op(T): transposing swaps the triangle.
             const S kind = stored_lower != trans ? S::LowerTriangular : S::UpperTriangular;
-            backend.solve_triangular(a, kind, trans, unit, left, x);
+            backend.solve_triangular(a, kind, trans, unit, left, x, x);
             with_reference(n, [&](auto zero) {
               using R = decltype(zero);
               const Mat<R> stored = read_triangle<R>(host<R>(t), stored_lower, unit);

@@ -81,10 +81,19 @@ TEST(MatrixBatchView, ErrorsNameTheOpTheOperandAndTheShapes) {
               sg::detail::broadcast_batches("matmul", a, b);
             }),
             "matmul: the batch shapes [2] and [3] cannot be broadcast");
-  EXPECT_EQ(sgtest::message_of([] { sg::detail::require_single_matrix("gram", view_of({4, 2, 3})); }),
-            "gram: batches of matrices are not supported yet, got a batch of shape [4] of 2 × 3 matrices");
-  EXPECT_EQ(sgtest::message_of([] { sg::detail::require_single_matrix("gram", view_of({2, 3})); }),
-            "(no sg::Error thrown)");
+  EXPECT_EQ(sgtest::message_of([] {
+              sg::detail::broadcast_batch_shape("solve_triangular", sg::zeros({4, 3, 3}), sg::zeros({5, 3, 2}));
+            }),
+            "solve_triangular: the batch shapes [4] and [5] of shapes [4, 3, 3] and [5, 3, 2] cannot be broadcast");
+}
+
+TEST(MatrixBatchView, MessagesNameAMatrixByItsPlaceInTheBatch) {
+  EXPECT_EQ(sg::detail::matrix_name(view_of({3, 3}), 0), "the matrix");
+  EXPECT_EQ(sg::detail::matrix_position(view_of({3, 3}), 0), "");
+  EXPECT_EQ(sg::detail::matrix_name(view_of({4, 3, 3}), 2), "matrix 2 of the batch");
+  EXPECT_EQ(sg::detail::matrix_position(view_of({2, 3, 3, 3}), 5), " of matrix [1, 2] of the batch");
+  EXPECT_EQ(sg::detail::broadcast_batch_shape("matmul", sg::zeros({2, 1, 3, 4}), sg::zeros({5, 4, 2})),
+            (sg::Shape{2, 5}));
 }
 
 // ---- GemmProblem's batch and the backends' matrix methods ---------------------------------

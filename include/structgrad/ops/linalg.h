@@ -4,50 +4,73 @@
 // structure: a triangular input gets a triangular gradient, a Symmetric input a symmetric one
 // under the (G + Gᵀ)/2 convention (docs/gradients.md).
 //
+// Every op takes a matrix [n, n] or a batch of them [..., n, n] and works matrix by matrix; the
+// batch dimensions of a solve's T and B broadcast as torch.matmul's do.
+//
 // The backward of a solve or a Cholesky factorization always runs in exact float32 or float64,
 // whatever sg::set_matmul_precision says: its rounding errors grow with the condition number.
 #pragma once
+
+#include <utility>
 
 #include <structgrad/core/tensor.h>
 #include <structgrad/ops/structure.h>
 
 namespace sg {
 
-/// X with op(T)·X = B (`left`) or X·T = B (otherwise), for a triangular T [n, n] (Upper or Lower:
-/// its structure says which) and B [n, k] (left) or [k, n]. With `unit_diagonal` T's diagonal is
-/// taken as ones and gets no gradient. Throws naming `solve_triangular` for a Dense T or an exact
-/// zero on its diagonal. Example: `auto x = sg::solve_triangular(L, b);`
+/// X with T·X = B (`left`) or X·T = B (otherwise), for a triangular T [..., n, n] (Upper or Lower:
+/// its structure says which) and B [..., n, k] (left) or [..., k, n]. With `unit_diagonal` T's
+/// diagonal is taken as ones and gets no gradient. Throws naming `solve_triangular` for a Dense T
+/// or an exact zero on a diagonal. Example: `auto x = sg::solve_triangular(L, b);`
 Tensor solve_triangular(const Tensor& t, const Tensor& b, bool left = true, bool unit_diagonal = false);
 
-/// The lower Cholesky factor L of a Symmetric positive definite S: L·Lᵀ = S. The gradient for S is
-/// Symmetric. Throws naming `cholesky` and the first pivot that is not positive (reading it back
-/// synchronises a CUDA device). Example: `sg::LowerTriangular L = sg::cholesky(S);`
+/// The lower Cholesky factor L of a Symmetric positive definite S [..., n, n]: L·Lᵀ = S. The
+/// gradient for S is Symmetric. Throws naming `cholesky`, the matrix and its first pivot that is not
+/// positive, or a NaN it holds (reading the codes back synchronises a CUDA device).
+/// Example: `sg::LowerTriangular L = sg::cholesky(S);`
 LowerTriangular cholesky(const Tensor& s);
 
-/// cholesky without throwing, like torch.linalg.cholesky_ex: `info` is a 0-d int64 tensor on S's
-/// device, 0 when S is positive definite, else k ≥ 1 where the leading minor of order k is not (L
-/// then holds no meaningful values). Nothing synchronises.
+/// cholesky without throwing, like torch.linalg.cholesky_ex: `info` is an int64 tensor of S's batch
+/// shape ([] for one matrix) on S's device, per matrix 0 when it is positive definite, else k ≥ 1
+/// where its leading minor of order k is not, or holds a NaN (that matrix of L then holds no
+/// meaningful values). Nothing synchronises, so a retry loop or a captured graph can use it.
 struct CholeskyResult {
-  LowerTriangular L;  ///< the factor
-  Tensor info;        ///< 0-d int64: 0 on success, else the 1-based failing pivot
+  LowerTriangular L;  ///< the factors
+  Tensor info;        ///< int64 [...]: 0 on success, else the 1-based failing pivot
 };
 /// Example: `auto [L, info] = sg::cholesky_ex(S);  if (info.item() != 0) { ... }`
 CholeskyResult cholesky_ex(const Tensor& s);
 
-/// log det X as a 0-d tensor. A Symmetric X is taken as positive definite (through its Cholesky
-/// factor; gradient X⁻¹, Symmetric); a triangular X gives Σ log|xᵢᵢ| (gradient diag(1/xᵢᵢ)).
+/// log det X per matrix of X [..., n, n], of the batch shape ([] for one matrix). A Symmetric X is
+/// taken as positive definite (through its Cholesky factor; gradient X⁻¹, Symmetric); a triangular X
+/// gives Σ log|xᵢᵢ| (gradient diag(1/xᵢᵢ)).
 /// Example: `auto ld = sg::logdet(K);`
 Tensor logdet(const Tensor& x);
 
-/// S⁻¹·B for S = L·Lᵀ, given the LowerTriangular factor L and B [n, k]; gradients for L and B.
+/// S⁻¹·B for S = L·Lᵀ, given the LowerTriangular factor L [..., n, n] and B [..., n, k]; gradients
+/// for L and B.
 /// Example: `auto alpha = sg::cholesky_solve(L, y);`
 Tensor cholesky_solve(const Tensor& l, const Tensor& b);
 
-/// T⁻¹ of a triangular T, of the same structure. Example: `sg::LowerTriangular m = sg::inverse(L);`
+/// T⁻¹ of a triangular T [..., n, n], of the same structure. Example: `sg::LowerTriangular m = sg::inverse(L);`
 Tensor inverse(const Tensor& t);
 /// inverse keeping the static type. Example: `sg::UpperTriangular v = sg::inverse(u);`
 UpperTriangular inverse(const UpperTriangular& t);
 /// inverse keeping the static type. Example: `sg::LowerTriangular m = sg::inverse(l);`
 LowerTriangular inverse(const LowerTriangular& t);
+
+/// The backward formulas of the ops above, for bindings that run their own autograd (the PyTorch
+/// operators). Not recorded; batches as the ops take them.
+namespace linalg_backward {
+/// dS (Symmetric) of L = cholesky(S), given L and dL (read through its lower triangle).
+Tensor cholesky(const Tensor& l, const Tensor& dl);
+/// (dT, dB) of X = solve_triangular(T, B, left, unit_diagonal), given T, X and G = dX: dT in T's
+/// triangle (summed over a batch that shared T; zero diagonal with `unit_diagonal`), each computed
+/// only where asked (undefined otherwise).
+std::pair<Tensor, Tensor> solve_triangular(const Tensor& t, const Tensor& x, const Tensor& g, bool left,
+                                           bool unit_diagonal, bool needs_t, bool needs_b);
+/// dS = g·S⁻¹ of logdet(S) for S = L·Lᵀ, given L and g of the batch shape.
+Tensor logdet(const Tensor& l, const Tensor& g);
+}  // namespace linalg_backward
 
 }  // namespace sg

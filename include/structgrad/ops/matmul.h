@@ -24,7 +24,9 @@ void set_matmul_precision(Precision precision);
 /// The current setting. Example: `if (sg::matmul_precision() == sg::Precision::TF32) { ... }`
 Precision matmul_precision();
 
-/// a·b for matrices (a [m, k], b [k, n]) of any structures. Example: `auto c = sg::matmul(a, b);`
+/// a·b for matrices (a [m, k], b [k, n]) of any structures, or batches of them ([..., m, k] and
+/// [..., k, n], batch dimensions broadcast as torch.matmul's; a 1-D operand is a vector), matrix by
+/// matrix. Example: `auto c = sg::matmul(a, b);`
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// Upper·Upper stays upper, statically. Example: `sg::UpperTriangular c = sg::matmul(u, v);`
 UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b);
@@ -32,16 +34,18 @@ UpperTriangular matmul(const UpperTriangular& a, const UpperTriangular& b);
 LowerTriangular matmul(const LowerTriangular& a, const LowerTriangular& b);
 /// x·wᵀ (+ bias) like torch::nn::functional::linear, with w of any structure: an
 /// UpperTriangular w runs the structured kernel on wᵀ without copying it.
-/// Example: `auto y = sg::linear(x, U, b);`  (x [batch, in], w [out, in], bias [out])
+/// Example: `auto y = sg::linear(x, U, b);`  (x [..., batch, in], w [out, in], bias [out])
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
-/// a·aᵀ, Symmetric; computes one triangle and mirrors it. Example: `auto g = sg::gram(a);`
+/// a·aᵀ per matrix of a [..., m, k], Symmetric; computes one triangle and mirrors it.
+/// Example: `auto g = sg::gram(a);`
 Symmetric gram(const Tensor& a);
 
 // ---- products into memory the caller owns ---------------------------------------------------
 // For bindings (the PyTorch ops) and preallocated buffers; not recorded, like at::mm_out. Each
 // operand is read through the structure named, whatever its tag: UpperTriangular reads only the
-// entries i <= j, Symmetric only the upper triangle, mirrored. All tensors share one dtype and
-// device, and an output must not overlap an input.
+// entries i <= j, Symmetric only the upper triangle, mirrored. All tensors share one dtype, device
+// and batch shape (matrices [m, k] or batches [..., m, k]; no broadcasting), and an output must
+// not overlap an input.
 
 /// out [m, n] = a·b: both UpperTriangular gives the upper triangle and exact zeros below it, any
 /// other pair every entry. Example: `sg::matmul_out(c, a, sg::Structure::UpperTriangular, b, sg::Structure::UpperTriangular);`

@@ -45,8 +45,8 @@ class UpperTriangular : public Tensor {
   static UpperTriangular zeros(int64_t n, TensorOptions options = {});
   /// The n×n identity, tagged Upper. Example: `auto u = sg::UpperTriangular::eye(8);`
   static UpperTriangular eye(int64_t n, TensorOptions options = {});
-  /// The side n. Example: `u.n() == u.size(0)`.
-  int64_t n() const { return size(0); }
+  /// The side n of each matrix. Example: `u.n() == u.size(-1)`.
+  int64_t n() const { return size(-1); }
   /// Tensor::requires_grad_ keeping the static type. Example: `auto u = sg::UpperTriangular::eye(4).requires_grad_();`
   UpperTriangular& requires_grad_(bool on = true) {
     Tensor::requires_grad_(on);
@@ -67,8 +67,8 @@ class LowerTriangular : public Tensor {
   static LowerTriangular zeros(int64_t n, TensorOptions options = {});
   /// The n×n identity, tagged Lower. Example: `auto l = sg::LowerTriangular::eye(8);`
   static LowerTriangular eye(int64_t n, TensorOptions options = {});
-  /// The side n. Example: `l.n() == l.size(0)`.
-  int64_t n() const { return size(0); }
+  /// The side n of each matrix. Example: `l.n() == l.size(-1)`.
+  int64_t n() const { return size(-1); }
   /// Tensor::requires_grad_ keeping the static type. Example: `auto l = sg::LowerTriangular::eye(4).requires_grad_();`
   LowerTriangular& requires_grad_(bool on = true) {
     Tensor::requires_grad_(on);
@@ -88,8 +88,8 @@ class Symmetric : public Tensor {
   static Symmetric zeros(int64_t n, TensorOptions options = {});
   /// The n×n identity, tagged Symmetric. Example: `auto s = sg::Symmetric::eye(8);`
   static Symmetric eye(int64_t n, TensorOptions options = {});
-  /// The side n. Example: `s.n() == s.size(0)`.
-  int64_t n() const { return size(0); }
+  /// The side n of each matrix. Example: `s.n() == s.size(-1)`.
+  int64_t n() const { return size(-1); }
   /// Tensor::requires_grad_ keeping the static type. Example: `auto s = sg::Symmetric::eye(4).requires_grad_();`
   Symmetric& requires_grad_(bool on = true) {
     Tensor::requires_grad_(on);
