@@ -234,12 +234,12 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     sg::Tensor& xx = one ? x1 : x;
     sg::Tensor peer_x = sg::Tensor::empty(xx.shape(), o);
     copy_into(xx, b[0]);
-    backend.solve_triangular(upper[0], Structure::UpperTriangular, false, false, true, xx);
+    backend.solve_triangular(upper[0], Structure::UpperTriangular, false, false, true, xx, xx);
     copy_into(peer_x, b[0]);
     trsm_upper_left(peers, upper[0], peer_x);
     const double diff = rel_diff(xx, peer_x);
     const double ours = median_ms(
-        reps, [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xx); },
+        reps, [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xx, xx); },
         [&](int r) { copy_into(xx, b[r % sets]); });
     const double peer = median_ms(
         reps, [&](int r) { trsm_upper_left(peers, upper[r % sets], peer_x); },
@@ -296,14 +296,14 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
     variant("inverse, own products up to 512", own(512), inverse_body, {});
     variant("inverse, dense triangles flipped", flip_dense, inverse_body, {});
     variant("solve N rhs, structured leaves", [](cu::LinalgTuning& v) { v.dense_solve_leaves = false; },
-            [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, x); },
+            [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, x, x); },
             [&](int r) { copy_into(x, rhs[r % sets]); });
     for (const int64_t k : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{128}}) {
       auto [bk, xk] = solve_k(k);
       for (const bool few : {true, false}) {
         variant("solve " + std::to_string(k) + " rhs, " + (few ? "one launch" : "blocked"),
                 [&](cu::LinalgTuning& v) { v.few_columns = few ? k : 0; },
-                [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xk); },
+                [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, true, xk, xk); },
                 [&](int) { copy_into(xk, bk); });
       }
     }
@@ -311,10 +311,10 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
       sg::Tensor xr = sg::Tensor::empty({1, n}, o);
       const sg::Tensor br = sg::randn({1, n}, o);
       variant("solve 1 rhs, trans", [](cu::LinalgTuning&) {},
-              [&](int r) { backend.solve_triangular(upper[r % sets], Structure::LowerTriangular, true, false, true, x1); },
+              [&](int r) { backend.solve_triangular(upper[r % sets], Structure::LowerTriangular, true, false, true, x1, x1); },
               [&](int r) { copy_into(x1, rhs1[r % sets]); });
       variant("solve 1 rhs, right", [](cu::LinalgTuning&) {},
-              [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, false, xr); },
+              [&](int r) { backend.solve_triangular(upper[r % sets], Structure::UpperTriangular, false, false, false, xr, xr); },
               [&](int) { copy_into(xr, br); });
     }
     for (const int64_t m : {int64_t{128}, int64_t{256}, int64_t{512}}) {  // small orders: the leaves' cost
