@@ -25,10 +25,10 @@ int main() {
   sg::Tensor shifted = U + 1.0;                               // x + c fills the zeros: Dense
   sg::Symmetric smooth(sg::tanh(S));                          // every unary op keeps Symmetric
   sg::Tensor one_side = sg::randn({64, 1}) * S;               // scales one side of S only: Dense
-  sg::Tensor batched = sg::mul(U, sg::randn({3, 64, 64}));    // U itself is broadcast: Dense [3, 64, 64]
+  sg::Tensor batched = sg::mul(U, sg::randn({3, 64, 64}));    // U ⊙ Rᵢ per matrix: UpperTriangular [3, 64, 64]
   sg::LowerTriangular Ut(sg::transpose(U));                   // Uᵀ is LowerTriangular, and Lᵀ Upper
 
   SG_CHECK(SS.structure() == sg::Structure::Dense && shifted.structure() == sg::Structure::Dense, "rules");
-  SG_CHECK(one_side.structure() == sg::Structure::Dense && batched.structure() == sg::Structure::Dense, "rules");
+  SG_CHECK(one_side.structure() == sg::Structure::Dense && batched.structure() == sg::Structure::UpperTriangular, "rules");
   SG_CHECK(UU.n() + scaled.n() + smooth.n() + Ut.n() + checked.n() + M.n() == 6 * 64, "rules");
 }
