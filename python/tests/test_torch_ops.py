@@ -145,10 +145,14 @@ def test_strided_inputs_are_read_as_their_values(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_bad_input_is_a_clear_error(device):
     A = torch.randn(4, 4, device=device)
-    with pytest.raises(RuntimeError, match=r"structured_matmul: expected a to be a matrix, got shape \[4\]"):
+    with pytest.raises(RuntimeError, match=r"structured_matmul: expected a to be a matrix or a batch of matrices, "
+                                           r"got shape \[4\]"):
         st.structured_matmul(A[0], A)
-    with pytest.raises(RuntimeError, match=r"structured_matmul: matmul_out: shapes \[4, 4\] and \[3, 4\] cannot"):
+    with pytest.raises(RuntimeError, match=r"structured_matmul: shapes \[4, 4\] and \[3, 4\] cannot be multiplied"):
         st.structured_matmul(A, torch.randn(3, 4, device=device))
+    with pytest.raises(RuntimeError, match=r"structured_matmul: shapes \[2, 4, 4\] and \[3, 4, 4\] cannot be "
+                                           r"multiplied \(their batch dimensions do not broadcast\)"):
+        st.structured_matmul(torch.randn(2, 4, 4, device=device), torch.randn(3, 4, 4, device=device))
     with pytest.raises(RuntimeError, match=r"structured_matmul: matmul_out: a read as UpperTriangular must be square"):
         st.structured_matmul(torch.randn(4, 3, device=device), torch.randn(3, 3, device=device), a="upper")
     with pytest.raises(RuntimeError, match=r"structured_matmul: matmul_out: expected every tensor of dtype float32, "
@@ -162,8 +166,8 @@ def test_bad_input_is_a_clear_error(device):
         torch.ops.structgrad.structured_matmul(A, A, "upper ", "dense")
     with pytest.raises(ValueError, match=r"gram: unknown structure 'banded' for a"):
         st.gram(A, a="banded")
-    with pytest.raises(RuntimeError, match=r"gram: expected a to be a matrix"):
-        st.gram(torch.randn(2, 2, 2, device=device))
+    with pytest.raises(RuntimeError, match=r"gram: expected a to be a matrix or a batch of matrices"):
+        st.gram(torch.randn(2, device=device))
     grad = torch.randn(4, 5, device=device)
     with pytest.raises(RuntimeError, match=r"structured_matmul_backward: matmul_backward_out: expected grad of shape "
                                            r"\[4, 4\], got \[4, 5\]"):
@@ -236,6 +240,87 @@ def test_meta_tensors_give_shapes():
     B = torch.empty(5, 3, device="meta")
     assert st.structured_matmul(A, B).shape == (8, 3)
     assert st.gram(A).shape == (8, 8)
+    assert st.structured_matmul(torch.empty(2, 1, 8, 5, device="meta"), torch.empty(3, 5, 3, device="meta")).shape == (2, 3, 8, 3)
+    assert st.gram(torch.empty(4, 8, 5, device="meta")).shape == (4, 8, 8)
+
+
+# ---- batches: torch.matmul's broadcasting ---------------------------------------------------------
+
+def batch_read_as(x, structure):
+    """read_as for a batch [..., n, n]."""
+    if structure == "upper":
+        return torch.triu(x)
+    if structure == "lower":
+        return torch.tril(x)
+    if structure == "symmetric":
+        return torch.triu(x) + torch.triu(x, 1).mT
+    return x
+
+
+def batch_project(g, structure):
+    """project for a batch [..., n, n]."""
+    if structure == "upper":
+        return torch.triu(g)
+    if structure == "lower":
+        return torch.tril(g)
+    if structure == "symmetric":
+        return (g + g.mT) / 2
+    return g
+
+
+# (a's shape, b's shape, a's structure, b's structure): one batch shape; a Dense batch against one
+# matrix (folded into one product); a matrix against a batch and batches that broadcast (expanded).
+BATCHED = [
+    ((3, 5, 5), (3, 5, 5), a, b) for a in st.STRUCTURES for b in st.STRUCTURES
+] + [
+    ((2, 1, 4, 4), (3, 4, 2), "dense", "dense"),
+    ((2, 1, 4, 4), (3, 4, 2), "upper", "dense"),
+    ((3, 4, 5), (5, 5), "dense", "upper"),
+    ((3, 4, 5), (1, 5, 5), "dense", "symmetric"),
+    ((2, 3, 4, 5), (5, 2), "dense", "dense"),
+    ((4, 4), (3, 4, 2), "lower", "dense"),
+    ((5, 5), (2, 3, 5, 5), "symmetric", "upper"),
+    ((0, 4, 4), (4, 3), "dense", "dense"),
+    ((0, 4, 4), (0, 4, 4), "upper", "upper"),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("a_shape,b_shape,a,b", BATCHED)
+def test_batched_products_broadcast_like_matmul(device, a_shape, b_shape, a, b):
+    g = torch.Generator().manual_seed(40)
+    A = torch.randn(a_shape, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    B = torch.randn(b_shape, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    C = st.structured_matmul(A, B, a=a, b=b)
+    Ar = batch_read_as(A.detach(), a).requires_grad_()
+    Br = batch_read_as(B.detach(), b).requires_grad_()
+    Cr = Ar @ Br
+    if (a, b) == ("upper", "upper"):
+        Cr = torch.triu(Cr)
+    assert C.shape == Cr.shape
+    torch.testing.assert_close(C, Cr.detach(), rtol=1e-12, atol=1e-12)
+    W = torch.randn(Cr.shape, generator=g, dtype=torch.float64).to(device)
+    (C * W).sum().backward()
+    (Cr * W).sum().backward()
+    assert A.grad.shape == A.shape and B.grad.shape == B.shape
+    torch.testing.assert_close(A.grad, batch_project(Ar.grad, a), rtol=1e-11, atol=1e-11)
+    torch.testing.assert_close(B.grad, batch_project(Br.grad, b), rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("a", st.STRUCTURES)
+def test_batched_gram(device, a):
+    g = torch.Generator().manual_seed(41)
+    shape = (5, 5) if a != "dense" else (4, 7)
+    A = torch.randn((2, 3, *shape), generator=g, dtype=torch.float64).to(device).requires_grad_()
+    K = st.gram(A, a=a)
+    Ar = batch_read_as(A.detach(), a).requires_grad_()
+    Kr = Ar @ Ar.mT
+    torch.testing.assert_close(K, Kr.detach(), rtol=1e-12, atol=1e-12)
+    W = torch.randn(Kr.shape, generator=g, dtype=torch.float64).to(device)
+    (K * W).sum().backward()
+    (Kr * W).sum().backward()
+    torch.testing.assert_close(A.grad, batch_project(Ar.grad, a), rtol=1e-11, atol=1e-11)
 
 
 class allow_tf32:
