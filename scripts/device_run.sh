@@ -3,7 +3,7 @@
 # tests, this build timed against another checkout's (SG_OLD_SRC) in the same run, the benchmarks
 # beside cuBLAS and PyTorch, and TF32 accuracy beside cuBLAS. Logs go to $OUT (packed into at most
 # a few files); a short table is printed last.
-#   usage: scripts/device_run.sh [stages...]     stages: build test sanitize ab bench numerics peers
+#   usage: scripts/device_run.sh [stages...]     stages: build test sanitize ab bench numerics peers batched
 #   SG_OLD_SRC: the checkout the ab stage compares with (a source tree; built in build-old)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,7 +59,7 @@ if has sanitize; then
   # initcheck over the kernel tests. The out-of-memory test runs apart, with failed API calls
   # not reported (the failure is what it tests).
   for tool in ${SG_SANITIZER_TOOLS:-memcheck racecheck initcheck}; do
-    for t in ${SG_SANITIZER_TESTS:-test_structured_gemm test_gemm_kernels test_gemm_operands test_linalg_cuda test_linalg test_matrix_batch test_cuda_runtime test_structure test_matmul test_ops test_tensor test_bad_input test_npy test_errors}; do
+    for t in ${SG_SANITIZER_TESTS:-test_structured_gemm test_gemm_kernels test_gemm_operands test_linalg_cuda test_batched_ops test_linalg test_matrix_batch test_cuda_runtime test_structure test_matmul test_ops test_tensor test_bad_input test_npy test_errors}; do
       [ -x $build/tests/$t ] || continue
       filter='*cuda*:*Cuda*:*CUDA*:-*Large*:*OutOfMemory*'
       case $t in test_structured_gemm | test_gemm_kernels | test_gemm_operands | test_linalg_cuda) filter='-*Large*' ;; esac
@@ -133,10 +133,19 @@ if has peers && [ -d .device/anchors ]; then
   note "torch_structured rc=$?"
 fi
 
+if has batched; then
+  # Batches of small matrices, ours then PyTorch's, one machine, one run.
+  timeout 200 $build/bench/bench_batched_cuda --n ${SG_BATCHED_N:-16,32,64} > "$OUT/logs/batched.txt" 2>&1
+  note "bench_batched_cuda rc=$?"
+  PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_batched.py --n ${SG_BATCHED_N:-16,32,64} \
+    > "$OUT/logs/torch_batched.txt" 2>&1
+  note "torch_batched rc=$?"
+fi
+
 if [ -n "${old_pid:-}" ] && ! has ab; then wait $old_pid; note "old build rc=$?"; fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
-for f in ab_table.md ab_linalg_table.md logs/tf32_error.txt logs/anchor_bench.txt logs/torch_anchor.txt; do
+for f in ab_table.md ab_linalg_table.md logs/tf32_error.txt logs/anchor_bench.txt logs/torch_anchor.txt logs/batched.txt logs/torch_batched.txt; do
   [ -f "$OUT/$f" ] && { echo "---- $f"; tail -${SG_TAIL:-60} "$OUT/$f"; }
 done
 (cd "$OUT" && tar czf logs.tgz logs && rm -rf logs)
