@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
       const double log_2pi = std::log(2 * M_PI);
       auto log_prob = [&] {
         const sg::Tensor z = sg::solve_triangular(l, x - mu);
-        const sg::Tensor half_mahalanobis = sg::sum(sg::square(z), -2) * 0.5;
+        const sg::Tensor half_mahalanobis = sg::sum(sg::sum(sg::square(z), -1), -1) * 0.5;  // [batch]
         const sg::Tensor log_det = sg::sum(sg::log(sg::diagonal(l)), -1);
         return sg::sum(-half_mahalanobis - log_det - 0.5 * static_cast<double>(n) * log_2pi);
       };

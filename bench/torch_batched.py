@@ -87,7 +87,7 @@ def main():
 
             def log_prob():
                 z = torch.linalg.solve_triangular(l, xs - mu, upper=False)
-                half_mahalanobis = 0.5 * z.square().sum(-2)
+                half_mahalanobis = 0.5 * z.square().sum((-2, -1))  # [batch]
                 log_det = torch.log(torch.diagonal(l, dim1=-2, dim2=-1)).sum(-1)
                 return (-half_mahalanobis - log_det - 0.5 * n * math.log(2 * math.pi)).sum()
 

@@ -1,8 +1,8 @@
-// Fused kernels for batches of small matrices (cuda/linalg_batched.cu): one thread block owns one
-// matrix (one product, one solve's block of right-hand sides) in shared memory, reads only the part
-// its structure stores, and writes the whole result in one pass. Each entry point returns false,
-// launching nothing, where its kernel does not take the problem (too large a matrix, too little
-// shared memory); the caller then runs the large kernels matrix by matrix.
+// Fused kernels for batches of small matrices (cuda/linalg_batched.cu): a group of lanes, a thread
+// block, or one thread per right-hand side owns a matrix in registers or shared memory, reads only
+// the part its structure stores, and writes the whole result in one pass. Each entry point returns
+// false, launching nothing, where its kernel does not take the problem (too large a matrix, too
+// little shared memory); the caller then runs the large kernels matrix by matrix.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@ namespace sg::detail::cuda::batched {
 /// The largest order (and, for products, extent) the fused kernels take.
 constexpr int64_t kMaxOrder = 128;
 
-/// Backend::cholesky on a batch of matrices of order at most kMaxOrder; info is already zeroed.
+/// Backend::cholesky on a batch of matrices of order at most kMaxOrder, writing every info code.
 bool cholesky(const Tensor& a, Tensor& out, Tensor& info, int device);
 /// Backend::cholesky_backward.
 bool cholesky_backward(const Tensor& l, const Tensor& dl, Tensor& ds, int device);

@@ -266,8 +266,8 @@ void CudaBackend::cholesky(const Tensor& a, Tensor& out, Tensor& info) {
   SG_CHECK(info.numel() == count && info.dtype() == DType::Int64, "cuda cholesky: info must hold one int64 per matrix");
   if (count == 0) return;
   DeviceGuard guard(device_);
+  if (batched::cholesky(a, out, info, device_)) return;  // writes every code
   SG_CUDA_CHECK(cudaMemsetAsync(info.data_ptr(), 0, info.nbytes(), stream(device_)));
-  if (batched::cholesky(a, out, info, device_)) return;
   for (int64_t i = 0; i < count; ++i) {
     Tensor li = matrix_of(out, i);
     cholesky_one(matrix_of(a, i), li, static_cast<unsigned long long*>(info.data_ptr()) + i);

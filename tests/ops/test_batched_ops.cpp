@@ -92,6 +92,13 @@ class BatchedOps : public ::testing::TestWithParam<DeviceDtype> {
                            const std::function<Tensor(const std::vector<Tensor>&)>& op, int tail_dims = 2) {
     std::vector<Tensor> leaves;
     for (const Tensor& x : inputs) leaves.push_back(x.detach().requires_grad_());
+    {
+      // NaN in the cached blocks that outputs of the inputs' sizes will reuse: an entry a kernel
+      // leaves unwritten shows.
+      std::vector<Tensor> poison;
+      for (const Tensor& x : inputs)
+        for (int copy = 0; copy < 4; ++copy) poison.push_back(sg::full(x.shape(), NAN, opts()));
+    }
     const Tensor out = op(leaves);
     const int64_t count = sg::shape_numel(sg::Shape(out.shape().begin(), out.shape().end() - tail_dims));
     const Tensor w = sg::randn(out.shape(), opts());
@@ -122,12 +129,14 @@ class BatchedOps : public ::testing::TestWithParam<DeviceDtype> {
 TEST_P(BatchedOps, EveryStructurePairMultipliesMatrixByMatrixWithBroadcastBatches) {
   const Structure all[] = {Structure::Dense, Structure::UpperTriangular, Structure::LowerTriangular,
                            Structure::Symmetric};
-  for (Structure sa : all)
-    for (Structure sb : all) {
-      const std::string what = std::string("matmul ") + sg::structure_name(sa) + " · " + sg::structure_name(sb);
-      expect_matches_loop(what, {structured(sa, {3}, 6, 6, opts()), structured(sb, {3}, 6, 6, opts())},
-                          [](const std::vector<Tensor>& in) { return sg::matmul(in[0], in[1]); });
-    }
+  for (int64_t n : {6, 45})  // one tile of a fused product's rows and columns, and several
+    for (Structure sa : all)
+      for (Structure sb : all) {
+        const std::string what = std::string("matmul ") + sg::structure_name(sa) + " · " + sg::structure_name(sb) +
+                                 " n = " + std::to_string(n);
+        expect_matches_loop(what, {structured(sa, {3}, n, n, opts()), structured(sb, {3}, n, n, opts())},
+                            [](const std::vector<Tensor>& in) { return sg::matmul(in[0], in[1]); });
+      }
   // A batch against one shared matrix, and a batch broadcast along two dimensions.
   const Tensor batch = structured(Structure::UpperTriangular, {2, 3}, 5, 5, opts());
   const Tensor one = structured(Structure::UpperTriangular, {}, 5, 5, opts());
@@ -204,7 +213,8 @@ TEST_P(BatchedOps, TagsSurviveBatchIndexingJoiningAndReductions) {
 }
 
 TEST_P(BatchedOps, TriangularSolvesEveryWayWithBroadcastAndSharedFactors) {
-  for (int64_t n : {4, 33, 130}) {
+  // Orders padded to 8, 16 and 64 by the fused solves, 64 itself, and one past them.
+  for (int64_t n : {4, 13, 33, 64, 130}) {
     for (Structure s : {Structure::UpperTriangular, Structure::LowerTriangular})
       for (bool left : {true, false})
         for (bool unit : {false, true}) {
@@ -217,6 +227,10 @@ TEST_P(BatchedOps, TriangularSolvesEveryWayWithBroadcastAndSharedFactors) {
           });
         }
   }
+  // More right-hand sides than one block of threads takes.
+  expect_matches_loop("solve, 200 right-hand sides", {triangular(Structure::UpperTriangular, {2}, 9, opts()),
+                                                     sg::randn({2, 9, 200}, opts())},
+                      [](const std::vector<Tensor>& in) { return sg::solve_triangular(in[0], in[1]); });
   // One factor the batch shares, and batch dimensions that broadcast.
   const Tensor l = triangular(Structure::LowerTriangular, {}, 6, opts());
   expect_matches_loop("solve, shared T", {l, sg::randn({4, 6, 2}, opts())},
@@ -229,7 +243,7 @@ TEST_P(BatchedOps, TriangularSolvesEveryWayWithBroadcastAndSharedFactors) {
 }
 
 TEST_P(BatchedOps, CholeskyLogdetCholeskySolveAndInverse) {
-  for (int64_t n : {1, 5, 32, 100, 130}) {
+  for (int64_t n : {1, 5, 16, 17, 32, 100, 130}) {
     const std::string at = " n = " + std::to_string(n);
     const Tensor s = spd({2, 2}, n, opts());
     expect_matches_loop("cholesky" + at, {s}, [](const std::vector<Tensor>& in) { return Tensor(sg::cholesky(in[0])); });
@@ -241,12 +255,16 @@ TEST_P(BatchedOps, CholeskyLogdetCholeskySolveAndInverse) {
       expect_matches_loop("inverse" + at, {triangular(st, {3}, n, opts())},
                           [](const std::vector<Tensor>& in) { return sg::inverse(in[0]); });
   }
+  // Batches that end part-way through a block of the fused kernels (16 and 4 matrices to a block).
+  for (int64_t n : {7, 20})
+    expect_matches_loop("cholesky, 37 matrices, n = " + std::to_string(n), {spd({37}, n, opts())},
+                        [](const std::vector<Tensor>& in) { return Tensor(sg::cholesky(in[0])); });
   expect_matches_loop("gram", {sg::randn({3, 4, 6}, opts())},
                       [](const std::vector<Tensor>& in) { return Tensor(sg::gram(in[0])); });
 }
 
 TEST_P(BatchedOps, CholeskyExReportsEachMatrixAndLeavesTheOthersRight) {
-  for (int64_t n : {4, 40, 130}) {
+  for (int64_t n : {4, 20, 40, 130}) {
     const Tensor good = spd({4}, n, opts());
     std::vector<double> v = good.to_vector();
     v[static_cast<size_t>(1 * n * n + 2 * n + 2)] = -50.0;  // matrix 1: pivot 3 is not positive
