@@ -167,6 +167,33 @@ def test_solve_triangular_batches_broadcast(device, left):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_batches_read_through_strided_views(device):
+    """Every other matrix of a batch, and permuted batch dimensions: values and gradients as torch's."""
+    S0 = spd((6,), 5, device, seed=20)
+    W = torch.randn(3, 5, 5, generator=generator(21), dtype=torch.float64).to(device)
+    S, Sr = S0.clone().requires_grad_(), S0.clone().requires_grad_()
+    assert not S[::2].is_contiguous()
+    L, Lr = st.cholesky(S[::2]), torch.linalg.cholesky(Sr[::2])
+    torch.testing.assert_close(L, Lr.detach(), **F64)
+    (L * W).sum().backward()
+    (Lr * W).sum().backward()
+    torch.testing.assert_close(S.grad, Sr.grad, **F64)
+    A0 = triangular((3, 2), 5, device, upper=True, seed=22)
+    B0 = torch.randn(2, 5, 3, 4, generator=generator(23), dtype=torch.float64).to(device)
+    A, Ar = A0.clone().requires_grad_(), A0.clone().requires_grad_()
+    B, Br = B0.clone().requires_grad_(), B0.clone().requires_grad_()
+    # [2, 3, 5, 5] and [2, 3, 5, 4], neither contiguous.
+    X = st.solve_triangular(A.transpose(0, 1), B.permute(0, 2, 1, 3), upper=True)
+    Xr = torch.linalg.solve_triangular(Ar.transpose(0, 1), Br.permute(0, 2, 1, 3), upper=True)
+    torch.testing.assert_close(X, Xr.detach(), **F64)
+    V = torch.randn(Xr.shape, generator=generator(24), dtype=torch.float64).to(device)
+    (X * V).sum().backward()
+    (Xr * V).sum().backward()
+    torch.testing.assert_close(A.grad, Ar.grad, **F64)
+    torch.testing.assert_close(B.grad, Br.grad, **F64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_solve_triangular_float32(device):
     A = triangular((2,), 100, device, upper=True, dtype=torch.float32, seed=13)
     B = torch.randn(2, 100, 7, generator=generator(14)).to(device)
