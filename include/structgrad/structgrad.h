@@ -23,6 +23,7 @@
 #include <structgrad/ops/structure.h>
 #include <structgrad/autograd/gradcheck.h>
 #include <structgrad/ops/eigen.h>
+#include <structgrad/distributions/distributions.h>
 #include <structgrad/optim/optim.h>
 #include <structgrad/nn/progress.h>
 #include <structgrad/nn/module.h>
