@@ -3,6 +3,8 @@
 // argmin / logsumexp through arg_reduce, whose indices route the gradient back.
 #include <structgrad/ops/compare.h>
 
+#include <cmath>
+
 #include <structgrad/autograd/grad_mode.h>
 #include <structgrad/autograd/node.h>
 #include <structgrad/ops/elementwise.h>
@@ -166,6 +168,51 @@ std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
   return arg_reduce_op("min", detail::ArgReduce::Min, x, dim, keepdim, true);
 }
+namespace {
+/// The extreme element of all of x, 0-d: the reduction along the one dimension of x flattened.
+Tensor extreme_of_all(const char* op, detail::ArgReduce kind, const Tensor& x) {
+  detail::check_defined(op, x);
+  SG_CHECK(x.numel() > 0, op, ": got an empty tensor of shape ", x.shape());
+  return std::get<0>(arg_reduce_op(op, kind, reshape(x, {x.numel()}), 0, false, true));
+}
+}  // namespace
+
+Tensor max(const Tensor& x) { return extreme_of_all("max", detail::ArgReduce::Max, x); }
+Tensor min(const Tensor& x) { return extreme_of_all("min", detail::ArgReduce::Min, x); }
+Tensor amax(const Tensor& x, int64_t dim, bool keepdim) {
+  return std::get<0>(arg_reduce_op("amax", detail::ArgReduce::Max, x, dim, keepdim, true));
+}
+Tensor amin(const Tensor& x, int64_t dim, bool keepdim) {
+  return std::get<0>(arg_reduce_op("amin", detail::ArgReduce::Min, x, dim, keepdim, true));
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  detail::check_defined("allclose", a);
+  detail::check_defined("allclose", b);
+  detail::check_same_device_dtype("allclose", a, b);
+  detail::check_floating("allclose", a);
+  SG_CHECK(rtol >= 0 && atol >= 0, "allclose: tolerances must not be negative, got rtol = ", rtol, ", atol = ", atol);
+  Shape shape;
+  detail::make_broadcast("allclose", a.shape(), b.shape(), shape);
+  if (shape_numel(shape) == 0) return true;
+  NoGradGuard no_grad;
+  // Equal, or both finite and within the tolerance (an infinity is close only to itself).
+  const Tensor finite = lt(abs(a), INFINITY) * lt(abs(b), INFINITY);
+  const Tensor close = maximum(eq(a, b), finite * le(abs(a - b), atol + rtol * abs(b)));
+  return sum(close).item() == static_cast<double>(shape_numel(shape));
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  detail::check_defined("equal", a);
+  detail::check_defined("equal", b);
+  SG_CHECK(a.device() == b.device(), "equal: expected both tensors on one device, got ", a.device(), " and ",
+           b.device());
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  if (a.numel() == 0) return true;
+  NoGradGuard no_grad;
+  return sum(eq(a, b)).item() == static_cast<double>(a.numel());
+}
+
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   return std::get<1>(arg_reduce_op("argmax", detail::ArgReduce::Max, x, dim, keepdim, false));
 }

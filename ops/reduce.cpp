@@ -2,7 +2,10 @@
 // reduction that undoes a broadcast in binary backwards).
 #include <structgrad/ops/reduce.h>
 
+#include <structgrad/autograd/grad_mode.h>
 #include <structgrad/autograd/node.h>
+#include <structgrad/ops/compare.h>
+#include <structgrad/ops/factories.h>
 #include <structgrad/ops/elementwise.h>
 #include "ops/op_util.h"
 #include <structgrad/ops/shape.h>
@@ -121,6 +124,44 @@ Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
   const int64_t n = x.size(detail::wrap_dim("mean", dim, x.shape()));
   SG_CHECK(n > 0, "mean: dimension ", dim, " of shape ", x.shape(), " is empty");
   return sum(x, dim, keepdim) / static_cast<double>(n);
+}
+
+namespace {
+/// √Σ x² of x reduced by `reduce` (a sum over everything or along a dimension, with keepdim), and
+/// its backward g·x/‖x‖, 0 where ‖x‖ = 0 (the subgradient PyTorch takes).
+template <typename Reduce>
+Tensor norm_of(const char* op, const Tensor& x, const Reduce& reduce, const Shape& kept_shape) {
+  detail::check_floating(op, x);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = sqrt(reduce(square(x.detach())));
+  }
+  if (autograd::needs_record({x})) {
+    autograd::record(op, {x}, {out}, {x, out}, [kept_shape](autograd::BackwardContext& ctx) {
+      const Tensor n = detail::alias_with(ctx.saved[1], kept_shape, Structure::Dense);
+      const Tensor g = detail::alias_with(ctx.grad_outputs[0], kept_shape, Structure::Dense);
+      const Tensor scale = where(eq(n, 0.0), zeros_like(n), g / n);
+      return std::vector<Tensor>{ctx.saved[0] * scale};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor norm(const Tensor& x) {
+  detail::check_defined("norm", x);
+  const Shape ones(static_cast<size_t>(x.dim()), 1);
+  return norm_of("norm", x, [](const Tensor& t) { return sum(t); }, ones);
+}
+
+Tensor norm(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::check_defined("norm", x);
+  SG_CHECK(x.dim() >= 1, "norm: reducing along a dimension needs a tensor of rank 1 or more, got shape ", x.shape());
+  const int64_t d = detail::wrap_dim("norm", dim, x.shape());
+  Shape kept = x.shape();
+  kept[static_cast<size_t>(d)] = 1;
+  return norm_of("norm", x, [d, keepdim](const Tensor& t) { return sum(t, d, keepdim); }, kept);
 }
 
 }  // namespace sg

@@ -1,6 +1,6 @@
 // Comparisons and selection: masks, where, clamp, elementwise maximum and minimum, and the
-// reductions that pick an element along a dimension (max, min, argmax, argmin, logsumexp). All
-// broadcast NumPy-style at any rank, like the elementwise ops.
+// reductions that pick an element (max, min, amax, amin, argmax, argmin, logsumexp), allclose and
+// equal. All broadcast NumPy-style at any rank, like the elementwise ops.
 #pragma once
 
 #include <tuple>
@@ -57,6 +57,24 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
 /// @}
+/// @{
+/// The largest (smallest) element of x, a 0-d tensor; a NaN counts as the largest and the smallest.
+/// The gradient goes to the first such element. Example: `double top = sg::max(scores).item();`
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
+/// @}
+/// @{
+/// Only the values of max / min along `dim` (torch.amax / amin; the gradient goes to the first of
+/// tied elements). Example: `auto peak = sg::amax(x, -1);`
+Tensor amax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor amin(const Tensor& x, int64_t dim, bool keepdim = false);
+/// @}
+/// |a − b| ≤ atol + rtol·|b| everywhere (or a == b, for infinities), a and b broadcasting; a NaN is
+/// never close. Reads one value back. Example: `SG_CHECK(sg::allclose(got, want), "mismatch");`
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+/// Whether a and b have one shape and dtype and equal elements (a NaN equals nothing), as torch.equal.
+/// Example: `sg::equal(sg::argmax(p, 1), labels)`
+bool equal(const Tensor& a, const Tensor& b);
 /// @{
 /// Only the positions (int64) of max / min along `dim`. Example: `auto predicted = sg::argmax(logits, 1);`
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
