@@ -4,6 +4,7 @@
 #include <structgrad/autograd/node.h>
 #include <structgrad/ops/factories.h>
 #include <structgrad/ops/reduce.h>
+#include <structgrad/ops/structure.h>
 #include "ops/op_util.h"
 
 namespace sg {
@@ -145,5 +146,18 @@ Tensor diag_embed(const Tensor& d) {
   }
   return out;
 }
+
+UpperTriangular with_diagonal(const UpperTriangular& x, const Tensor& d) {
+  return UpperTriangular(with_diagonal(static_cast<const Tensor&>(x), d));
+}
+LowerTriangular with_diagonal(const LowerTriangular& x, const Tensor& d) {
+  return LowerTriangular(with_diagonal(static_cast<const Tensor&>(x), d));
+}
+Symmetric with_diagonal(const Symmetric& x, const Tensor& d) {
+  return Symmetric(with_diagonal(static_cast<const Tensor&>(x), d));
+}
+LowerTriangular transpose(const UpperTriangular& x) { return LowerTriangular(transpose(static_cast<const Tensor&>(x))); }
+UpperTriangular transpose(const LowerTriangular& x) { return UpperTriangular(transpose(static_cast<const Tensor&>(x))); }
+Symmetric transpose(const Symmetric& x) { return Symmetric(transpose(static_cast<const Tensor&>(x))); }
 
 }  // namespace sg

@@ -156,3 +156,24 @@ INSTANTIATE_TEST_SUITE_P(Devices, StructuredOnDevice, ::testing::ValuesIn(sgtest
                          sgtest::device_test_name);
 
 }  // namespace
+
+namespace {
+
+TEST(TypedStructureOps, WithDiagonalAndTransposeKeepTheStaticType) {
+  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+  const sg::Tensor w = sg::randn({2, 3, 3}, f64);
+  const sg::Tensor d = sg::rand({2, 3}, f64) + 1.0;
+  const sg::LowerTriangular l = sg::with_diagonal(sg::tril(w), d);  // compiles: the typed overload
+  const sg::UpperTriangular u = sg::transpose(l);
+  const sg::Symmetric s = sg::with_diagonal(sg::sym(w), d);
+  const sg::Symmetric st = sg::transpose(s);
+  EXPECT_EQ(l.structure(), sg::Structure::LowerTriangular);
+  EXPECT_EQ(u.structure(), sg::Structure::UpperTriangular);
+  EXPECT_EQ(sg::diagonal(l).to_vector(), d.to_vector());
+  EXPECT_EQ(sg::diagonal(s).to_vector(), d.to_vector());
+  EXPECT_EQ(st.to_vector(), s.to_vector());
+  const sg::UpperTriangular u2 = sg::with_diagonal(u, 2.0 * d);
+  EXPECT_EQ(sg::transpose(u2).structure(), sg::Structure::LowerTriangular);
+}
+
+}  // namespace

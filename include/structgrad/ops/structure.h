@@ -140,4 +140,15 @@ Symmetric operator*(const Symmetric& a, double s);
 Symmetric operator*(double s, const Symmetric& a);
 /// @}
 
+/// @{
+/// with_diagonal and transpose keep the static structured type (the Tensor forms in ops/shape.h
+/// keep the tag but return a Tensor). Example: `sg::LowerTriangular L = sg::with_diagonal(sg::tril(W), d);`
+UpperTriangular with_diagonal(const UpperTriangular& x, const Tensor& d);
+LowerTriangular with_diagonal(const LowerTriangular& x, const Tensor& d);
+Symmetric with_diagonal(const Symmetric& x, const Tensor& d);
+LowerTriangular transpose(const UpperTriangular& x);
+UpperTriangular transpose(const LowerTriangular& x);
+Symmetric transpose(const Symmetric& x);
+/// @}
+
 }  // namespace sg
