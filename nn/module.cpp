@@ -43,6 +43,11 @@ void detail::move_in_place(Tensor& t, Device device, DType dtype) {
   impl.grad.reset();
 }
 
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
 void Module::to(Device device) {
   for (auto& [n, p] : named_parameters()) detail::move_in_place(p, device, p.dtype());
 }

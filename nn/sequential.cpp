@@ -2,7 +2,9 @@
 // elementwise op (whose backward the op records).
 #include <structgrad/nn/sequential.h>
 
+#include <structgrad/ops/compare.h>
 #include <structgrad/ops/elementwise.h>
+#include <structgrad/ops/factories.h>
 
 namespace sg::nn {
 
@@ -47,5 +49,16 @@ Functional::Functional(std::function<Tensor(const Tensor&)> function) : function
 }
 
 Tensor Functional::forward(const Tensor& x) const { return function_(x); }
+
+Dropout::Dropout(double p) : p_(p) {
+  SG_CHECK(p >= 0.0 && p <= 1.0, "Dropout: p must lie in [0, 1], got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) const {
+  if (!is_training() || p_ == 0.0) return x;
+  if (p_ == 1.0) return x * 0.0;
+  const Tensor keep = lt(rand(x.shape(), TensorOptions().dtype(x.dtype()).device(x.device())), 1.0 - p_);
+  return x * keep * (1.0 / (1.0 - p_));
+}
 
 }  // namespace sg::nn

@@ -48,8 +48,16 @@ class Module {
   /// keeps its tag and the incoming values must satisfy its invariant. Everything is checked
   /// before anything is written. Example: `model.load_state_dict(sg::load_npz("model.npz"));`
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+  /// Sets training mode (the default) on this module and every submodule: sg::nn::Dropout draws
+  /// its masks only in training. Example: `net.train(); ...; net.eval();`
+  void train(bool on = true);
+  /// train(false): evaluation mode. Example: `net.eval(); auto y = net.forward(x);`
+  void eval() { train(false); }
+  /// Whether the module is in training mode. Example: `if (net.is_training()) ...`
+  bool is_training() const { return training_; }
 
  private:
+  bool training_ = true;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,12 @@ class Sequential : public Layer {
   Sequential(std::vector<std::shared_ptr<Layer>> layers);
   /// The layers in order under the given names. Example: `sg::nn::Sequential net({{"fc", fc}, {"act", relu}});`
   Sequential(std::vector<std::pair<std::string, std::shared_ptr<Layer>>> named_layers);
+  /// The layers passed one by one, as libtorch's Sequential takes them, so that make_shared works.
+  /// Example: `auto net = std::make_shared<sg::nn::Sequential>(fc1, std::make_shared<sg::nn::ReLU>(), fc2);`
+  template <typename First, typename... Rest,
+            typename = std::enable_if_t<std::is_convertible_v<First, std::shared_ptr<Layer>>>>
+  explicit Sequential(First first, Rest... rest)
+      : Sequential(std::vector<std::shared_ptr<Layer>>{std::move(first), std::move(rest)...}) {}
 
   /// Appends `layer` under the name of its index ("0", "1", ...) and returns it.
   /// Example: `net.push_back(std::make_shared<sg::nn::ReLU>());`
@@ -104,6 +111,21 @@ class Softplus : public Layer {
  public:
   /// sg::softplus(x). Example: `auto h = sg::nn::Softplus().forward(x);`
   Tensor forward(const Tensor& x) const override;
+};
+
+/// In training, each element zeroed with probability p and the rest scaled by 1/(1 − p); in eval
+/// mode (Module::eval) the identity. Example: `net.push_back(std::make_shared<sg::nn::Dropout>(0.2));`
+class Dropout : public Layer {
+ public:
+  /// p in [0, 1] (sg::Error otherwise). Example: `sg::nn::Dropout drop(0.5);`
+  explicit Dropout(double p = 0.5);
+  /// x·mask/(1 − p) in training, x in eval mode. Example: `auto h = drop.forward(x);`
+  Tensor forward(const Tensor& x) const override;
+  /// The drop probability. Example: `drop.p()`
+  double p() const { return p_; }
+
+ private:
+  double p_;
 };
 
 /// Any function of one tensor as a layer without parameters, like torch::nn::Functional.

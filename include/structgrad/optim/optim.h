@@ -1,9 +1,11 @@
 // Optimizers (like torch::optim): SGD with momentum / Nesterov / weight decay and Adam
-// (bias-corrected; AdamW with decoupled weight decay). step() updates each parameter in
-// place with one fused kernel, outside the tape. A structured parameter stays structured:
-// its gradient is a projection onto the structure and every update is elementwise.
+// (bias-corrected; AdamW with decoupled weight decay), and learning-rate schedules. step()
+// updates each parameter in place with one fused kernel, outside the tape. A structured
+// parameter stays structured: its gradient is a projection onto the structure and every update
+// is elementwise.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +34,10 @@ class Optimizer {
   /// (hyper-parameters included, like libtorch); all is checked before anything changes.
   /// Example: `opt.load_state_dict(sg::load_npz("opt.npz"));`
   virtual void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+  /// The learning rate the next step() uses. Example: `double lr = opt.lr();`
+  virtual double lr() const = 0;
+  /// Sets the learning rate (what a learning-rate schedule does). Example: `opt.set_lr(1e-4);`
+  virtual void set_lr(double lr) = 0;
 
  protected:
   std::vector<Tensor> params_;  ///< the parameters, in the order given
@@ -52,6 +58,8 @@ class SGD : public Optimizer {
   /// Example: `sg::optim::SGD opt({w}, {.lr = 0.1});`
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
+  double lr() const override { return options.lr; }
+  void set_lr(double lr) override { options.lr = lr; }
   /// Options and momentum buffers ("sgd.lr", "sgd.momentum_buffer.0", ...). Example: `auto s = opt.state_dict();`
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
   /// Restores SGD::state_dict(). Example: `opt.load_state_dict(s);`
@@ -79,6 +87,8 @@ class Adam : public Optimizer {
   /// Example: `sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});`
   Adam(std::vector<Tensor> params, AdamOptions options);
   void step() override;
+  double lr() const override { return options.lr; }
+  void set_lr(double lr) override { options.lr = lr; }
   /// Options, step count and moments ("adam.step", "adam.exp_avg.0", ...). Example: `auto s = opt.state_dict();`
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
   /// Restores Adam::state_dict(). Example: `opt.load_state_dict(s);`
@@ -99,5 +109,79 @@ class Adam : public Optimizer {
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
   int64_t step_ = 0;
 };
+
+/// Learning-rate schedules, like torch.optim.lr_scheduler: each sets the optimizer's rate from its
+/// initial one when built (epoch 0), and step() moves to the next epoch (or iteration) and sets it.
+namespace lr_scheduler {
+
+/// The base of the schedules. Example: `sched.step();  double now = sched.last_lr();`
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  /// Advances one epoch and sets the optimizer's rate. Example: `opt.step(); sched.step();`
+  void step();
+  /// The epochs stepped so far. Example: `sched.last_epoch()`
+  int64_t last_epoch() const { return epoch_; }
+  /// The rate the schedule last set. Example: `sched.last_lr()`
+  double last_lr() const { return optimizer_.lr(); }
+  /// The optimizer's rate when the schedule was built. Example: `sched.base_lr()`
+  double base_lr() const { return base_lr_; }
+
+ protected:
+  explicit LRScheduler(Optimizer& optimizer);
+  /// Sets the rate of epoch 0; each schedule's constructor calls it once its fields are set.
+  void start();
+  /// The rate at `epoch`.
+  virtual double rate(int64_t epoch) const = 0;
+
+ private:
+  Optimizer& optimizer_;
+  double base_lr_;
+  int64_t epoch_ = 0;
+};
+
+/// base·gamma^⌊epoch / step_size⌋. Example: `sg::optim::lr_scheduler::StepLR sched(opt, 30, 0.1);`
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ protected:
+  double rate(int64_t epoch) const override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+/// eta_min + (base − eta_min)·(1 + cos(π·epoch / t_max))/2, the closed form of PyTorch's
+/// CosineAnnealingLR (periodic past t_max). Example: `CosineAnnealingLR sched(opt, 100);`
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0.0);
+
+ protected:
+  double rate(int64_t epoch) const override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+/// A linear warm-up (PyTorch's LinearLR): base·factor, the factor going linearly from
+/// start_factor to end_factor over total_iters epochs, then staying there.
+/// Example: `LinearLR warmup(opt, 0.1, 1.0, 500);`
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+
+ protected:
+  double rate(int64_t epoch) const override;
+
+ private:
+  double start_factor_, end_factor_;
+  int64_t total_iters_;
+};
+
+}  // namespace lr_scheduler
 
 }  // namespace sg::optim
