@@ -1,10 +1,13 @@
 // What core's Tensor methods and the autograd engine need from the ops layer, the tables that
 // core/dispatch.h and autograd/gradient_math.h declare: device and dtype copies through the device's
 // backend, the in-place writes, the differentiable to() and dense(), backward, and the engine's
-// gradient sums and projections.
+// gradient sums and projections; and the method forms of the common ops (x.sum(), x.mT(), ...).
 #include <structgrad/autograd/grad_mode.h>
 #include <structgrad/autograd/node.h>
+#include <structgrad/ops/compare.h>
 #include <structgrad/ops/elementwise.h>
+#include <structgrad/ops/reduce.h>
+#include <structgrad/ops/shape.h>
 #include <structgrad/ops/structure.h>
 
 #include "autograd/gradient_math.h"
@@ -125,3 +128,32 @@ const GradientMath& gradient_math() {
 }
 
 }  // namespace sg::autograd
+
+namespace sg {
+
+Tensor Tensor::sum() const { return ::sg::sum(*this); }
+Tensor Tensor::sum(int64_t dim, bool keepdim) const { return ::sg::sum(*this, dim, keepdim); }
+Tensor Tensor::mean() const { return ::sg::mean(*this); }
+Tensor Tensor::mean(int64_t dim, bool keepdim) const { return ::sg::mean(*this, dim, keepdim); }
+Tensor Tensor::max() const { return ::sg::max(*this); }
+Tensor Tensor::min() const { return ::sg::min(*this); }
+Tensor Tensor::norm() const { return ::sg::norm(*this); }
+Tensor Tensor::abs() const { return ::sg::abs(*this); }
+Tensor Tensor::exp() const { return ::sg::exp(*this); }
+Tensor Tensor::log() const { return ::sg::log(*this); }
+Tensor Tensor::sqrt() const { return ::sg::sqrt(*this); }
+Tensor Tensor::square() const { return ::sg::square(*this); }
+Tensor Tensor::reshape(const Shape& shape) const { return ::sg::reshape(*this, shape); }
+
+Tensor Tensor::t() const {
+  SG_CHECK(dim() <= 2, "t: expected a tensor of at most 2 dimensions, got shape ", shape(),
+           " (mT() transposes each matrix of a batch)");
+  return ::sg::transpose(*this);
+}
+
+Tensor Tensor::mT() const {
+  SG_CHECK(dim() >= 2, "mT: expected a matrix or a batch of them, got shape ", shape());
+  return ::sg::transpose(*this);
+}
+
+}  // namespace sg

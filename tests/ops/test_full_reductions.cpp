@@ -79,6 +79,29 @@ TEST_P(FullReductions, AllcloseAndEqual) {
   EXPECT_EQ(message_of([&] { sg::allclose(a, a, -1.0); }), "allclose: tolerances must not be negative, got rtol = -1, atol = 1e-08");
 }
 
+TEST_P(FullReductions, MethodFormsCallTheOps) {
+  sg::manual_seed(9);
+  const Tensor x = sg::randn({2, 3, 4}, f64()).requires_grad_();
+  EXPECT_TRUE(sg::equal(x.sum(), sg::sum(x)));
+  EXPECT_TRUE(sg::equal(x.sum(1, true), sg::sum(x, 1, true)));
+  EXPECT_TRUE(sg::equal(x.mean(), sg::mean(x)));
+  EXPECT_TRUE(sg::equal(x.mean(-1), sg::mean(x, -1)));
+  EXPECT_TRUE(sg::equal(x.max(), sg::max(x)));
+  EXPECT_TRUE(sg::equal(x.min(), sg::min(x)));
+  EXPECT_TRUE(sg::equal(x.norm(), sg::norm(x)));
+  EXPECT_TRUE(sg::equal(x.abs().exp().log().sqrt().square(), sg::square(sg::sqrt(sg::log(sg::exp(sg::abs(x)))))));
+  EXPECT_TRUE(sg::equal(x.reshape({6, 4}), sg::reshape(x, {6, 4})));
+  EXPECT_TRUE(sg::equal(x.mT(), sg::transpose(x)));
+  EXPECT_EQ(x.mT().shape(), (sg::Shape{2, 4, 3}));
+  EXPECT_TRUE(sg::equal(x.reshape({6, 4}).t(), sg::transpose(x.reshape({6, 4}))));
+  EXPECT_EQ(message_of([&] { x.t(); }), "t: expected a tensor of at most 2 dimensions, got shape [2, 3, 4] (mT() transposes each matrix of a batch)");
+  EXPECT_EQ(message_of([&] { sg::zeros({3}, f64()).mT(); }), "mT: expected a matrix or a batch of them, got shape [3]");
+  (x.square().sum() + x.mT().sum()).backward();  // the methods record like the ops
+  EXPECT_TRUE(sg::allclose(x.grad(), 2.0 * x.detach() + 1.0));
+  const sg::LowerTriangular l = sg::LowerTriangular::eye(3, f64());
+  EXPECT_EQ(l.mT().structure(), sg::Structure::UpperTriangular);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, FullReductions, ::testing::ValuesIn(sgtest::test_devices()), sgtest::device_test_name);
 
 }  // namespace

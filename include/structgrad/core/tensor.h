@@ -155,6 +155,36 @@ class Tensor {
   /// The same values as a Dense tensor (forgets the structure). Differentiable identity.
   Tensor dense() const;
 
+  // ---- method forms of the common ops, as libtorch writes them (each calls the sg:: op) ------
+  /// @{
+  /// x.sum() is sg::sum(x), x.sum(1) sg::sum(x, 1); likewise mean. Example: `auto loss = (y - t).square().mean();`
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  /// @}
+  /// @{
+  /// The whole-tensor max, min and 2-norm (sg::max(x), sg::min(x), sg::norm(x)). Example: `x.max().item()`
+  Tensor max() const;
+  Tensor min() const;
+  Tensor norm() const;
+  /// @}
+  /// @{
+  /// The elementwise ops of the same names. Example: `auto z = (x - mu).square();`
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor square() const;
+  /// @}
+  /// sg::reshape(x, shape). Example: `x.reshape({-1})`
+  Tensor reshape(const Shape& shape) const;
+  /// The transpose of a matrix (a 0-d or 1-D tensor is returned as is; more dimensions are an
+  /// sg::Error: use mT()), as torch's t(). Example: `auto wt = w.t();`
+  Tensor t() const;
+  /// The transpose of each matrix of a batch [..., r, c], as torch's mT. Example: `auto lt = L.mT();`
+  Tensor mT() const;
+
   // ---- in-place writes (not recorded; bump the storage version) ---------------------
   /// Copies `src` (same shape, dtype and device) into this tensor.
   Tensor& copy_(const Tensor& src);
