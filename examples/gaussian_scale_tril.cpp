@@ -27,9 +27,6 @@ sg::Tensor nll(const sg::Tensor& xt, const sg::Tensor& mu, const sg::Tensor& l) 
          0.5 * static_cast<double>(d) * std::log(2.0 * M_PI);
 }
 
-/// ‖a‖_F.
-double norm(const sg::Tensor& a) { return std::sqrt(sg::sum(sg::square(a)).item()); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,8 +56,8 @@ int main(int argc, char** argv) {
   auto scale_tril = [&] { return sg::LowerTriangular(sg::with_diagonal(sg::tril(w, -1), sg::softplus(v))); };
   sg::optim::Adam opt({mu, w, v}, {.lr = lr});
 
-  const double sigma_norm = norm(sigma_true);
-  auto covariance_error = [&](const sg::Tensor& l) { return norm(sg::gram(l) - sigma_true) / sigma_norm; };
+  const double sigma_norm = sg::norm(sigma_true).item();  // ‖Σ*‖_F
+  auto covariance_error = [&](const sg::Tensor& l) { return sg::norm(sg::gram(l) - sigma_true).item() / sigma_norm; };
   std::printf("gaussian_scale_tril: d=%lld samples=%lld steps=%lld device=%s dtype=%s\n", (long long)d,
               (long long)samples, (long long)steps, device.str().c_str(), sg::dtype_name(dtype));
   std::printf("covariance relative error at the start (L = I): %.4f\n", covariance_error(scale_tril().detach()));
@@ -89,10 +86,11 @@ int main(int argc, char** argv) {
   const sg::LowerTriangular l_fit = scale_tril();
   const sg::Tensor sample_mean = sg::mean(x, 0);
   const sg::Symmetric sample_cov = sg::gram(sg::transpose(x - sample_mean)) * (1.0 / static_cast<double>(samples));
-  const double err = covariance_error(l_fit), sample_err = norm(sample_cov - sigma_true) / sigma_norm;
+  const double err = covariance_error(l_fit), sample_err = sg::norm(sample_cov - sigma_true).item() / sigma_norm;
   const double nll_fit = nll(xt, mu, l_fit).item(), nll_true = nll(xt, mu_true, l_true).item();
   const double nll_mle = nll(xt, sample_mean, sg::cholesky(sample_cov)).item();
-  std::printf("mean error |mu - mu*|: %.4f (sample mean %.4f)\n", norm(mu - mu_true), norm(sample_mean - mu_true));
+  std::printf("mean error |mu - mu*|: %.4f (sample mean %.4f)\n", sg::norm(mu - mu_true).item(),
+              sg::norm(sample_mean - mu_true).item());
   std::printf("NLL per sample: fit %.5f, true parameters %.5f, maximum-likelihood estimate %.5f\n", nll_fit, nll_true,
               nll_mle);
   std::printf("sample covariance relative error: %.4f (the best a fit can do with these samples)\n", sample_err);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -26,6 +27,9 @@ class Sequential : public Layer {
   Sequential() = default;
   /// The layers in order, named "0", "1", ... Example: `sg::nn::Sequential net({fc1, relu, fc2});`
   Sequential(std::vector<std::shared_ptr<Layer>> layers);
+  /// The same from a braced list (preferred over the variadic form below for `net({a, b})`).
+  Sequential(std::initializer_list<std::shared_ptr<Layer>> layers)
+      : Sequential(std::vector<std::shared_ptr<Layer>>(layers)) {}
   /// The layers in order under the given names. Example: `sg::nn::Sequential net({{"fc", fc}, {"act", relu}});`
   Sequential(std::vector<std::pair<std::string, std::shared_ptr<Layer>>> named_layers);
   /// The layers passed one by one, as libtorch's Sequential takes them, so that make_shared works.
