@@ -129,16 +129,18 @@ MultivariateNormal::MultivariateNormal(Tensor loc, const Tensor& scale_tril) : l
 }
 
 MultivariateNormal MultivariateNormal::from_covariance(Tensor loc, const Tensor& covariance) {
-  SG_CHECK(covariance.defined() && covariance.structure() == Structure::Symmetric,
-           "MultivariateNormal: expected a Symmetric positive definite covariance (tag it with sg::sym or "
-           "sg::as_symmetric)");
+  SG_CHECK(covariance.defined(), "MultivariateNormal.from_covariance: the covariance is undefined");
+  SG_CHECK(covariance.structure() == Structure::Symmetric,
+           "MultivariateNormal.from_covariance: expected a Symmetric positive definite covariance (tag it with "
+           "sg::sym or sg::as_symmetric), got ", detail::with_article(structure_name(covariance.structure())), " tensor");
   return MultivariateNormal(std::move(loc), cholesky(covariance));
 }
 
 MultivariateNormal MultivariateNormal::from_precision(Tensor loc, const Tensor& precision) {
-  SG_CHECK(precision.defined() && precision.structure() == Structure::Symmetric,
-           "MultivariateNormal: expected a Symmetric positive definite precision (tag it with sg::sym or "
-           "sg::as_symmetric)");
+  SG_CHECK(precision.defined(), "MultivariateNormal.from_precision: the precision is undefined");
+  SG_CHECK(precision.structure() == Structure::Symmetric,
+           "MultivariateNormal.from_precision: expected a Symmetric positive definite precision (tag it with "
+           "sg::sym or sg::as_symmetric), got ", detail::with_article(structure_name(precision.structure())), " tensor");
   // Σ = P⁻¹ = Lp⁻ᵀ·Lp⁻¹ with P = Lp·Lpᵀ, then its factor.
   const LowerTriangular inv = inverse(cholesky(precision));
   return MultivariateNormal(std::move(loc), cholesky(gram(transpose(inv))));
@@ -253,7 +255,8 @@ Tensor Categorical::probs() const { return exp(logits_); }
 
 Tensor Categorical::log_prob(const Tensor& value) const {
   constexpr const char* op = "Categorical.log_prob";
-  SG_CHECK(value.defined() && value.dtype() == DType::Int64, op, ": expected int64 classes");
+  SG_CHECK(value.defined(), op, ": the value is undefined");
+  SG_CHECK(value.dtype() == DType::Int64, op, ": expected int64 classes, got a ", value.dtype(), " value");
   SG_CHECK(value.device() == logits_.device(), op, ": the classes are on ", value.device(), ", the logits on ",
            logits_.device());
   const Shape shape = broadcast(op, value.shape(), batch_shape_);
@@ -313,7 +316,8 @@ Tensor MixtureSameFamily::mean() const {
 Tensor MixtureSameFamily::sample(const Shape& sample_shape) const {
   NoGradGuard no_grad;
   const int64_t k = mixture_.num_classes();
-  const Tensor which = mixture_.sample(joined(sample_shape, batch_shape_));            // [S..., B...]
+  // The mixture's logits over the whole batch (they may broadcast), one draw per sample: [S..., B...].
+  const Tensor which = Categorical(broadcast_to(mixture_.logits(), joined(batch_shape_, {k}))).sample(sample_shape);
   const Tensor all = components_.sample(sample_shape);                                 // [S..., B..., K, d]
   const Tensor chosen = eq(as_column(which), arange(k, TensorOptions().dtype(DType::Int64).device(which.device())));
   return sum(as_column(chosen.to(all.dtype())) * all, -2);

@@ -1,6 +1,7 @@
 // Comparisons and selection: masks through the backend's compare kernel, where / maximum /
-// minimum as broadcast binary kernels with their masked backward, and max / min / argmax /
-// argmin / logsumexp through arg_reduce, whose indices route the gradient back.
+// minimum as broadcast binary kernels with their masked backward, max / min (along a dimension or
+// over the whole tensor) / amax / amin / argmax / argmin / logsumexp through arg_reduce, whose
+// indices route the gradient back, and allclose / equal as a mask's minimum read back.
 #include <structgrad/ops/compare.h>
 
 #include <cmath>
@@ -199,7 +200,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   // Equal, or both finite and within the tolerance (an infinity is close only to itself).
   const Tensor finite = lt(abs(a), INFINITY) * lt(abs(b), INFINITY);
   const Tensor close = maximum(eq(a, b), finite * le(abs(a - b), atol + rtol * abs(b)));
-  return sum(close).item() == static_cast<double>(shape_numel(shape));
+  return min(close).item() == 1.0;  // every entry close (a sum could round above 2²⁴ entries)
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
@@ -210,7 +211,7 @@ bool equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   if (a.numel() == 0) return true;
   NoGradGuard no_grad;
-  return sum(eq(a, b)).item() == static_cast<double>(a.numel());
+  return min(eq(a, b)).item() == 1.0;
 }
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {

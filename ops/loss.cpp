@@ -2,10 +2,10 @@
 // classification and Gaussian losses, composed from differentiable ops (their gradients follow).
 #include <structgrad/ops/loss.h>
 
-#include <structgrad/autograd/grad_mode.h>
-#include <structgrad/autograd/node.h>
 #include <cmath>
 
+#include <structgrad/autograd/grad_mode.h>
+#include <structgrad/autograd/node.h>
 #include <structgrad/ops/compare.h>
 #include <structgrad/ops/elementwise.h>
 #include <structgrad/ops/index.h>
@@ -132,6 +132,10 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
   detail::make_broadcast(op, input.shape(), var.shape(), shape);
   SG_CHECK(shape == input.shape(), op, ": var of shape ", var.shape(), " does not broadcast to the input's shape ",
            input.shape());
+  {
+    NoGradGuard no_grad;
+    SG_CHECK(!(min(var).item() < 0.0), op, ": var has a negative entry");  // as PyTorch (reads one value back)
+  }
   // max(var, eps) in value; the gradient reaches var unchanged, as PyTorch's clamp under no_grad.
   const Tensor v = var + (clamp_min(var, eps) - var).detach();
   const Tensor loss = 0.5 * mean(log(v) + square(input - target) / v);

@@ -1,4 +1,6 @@
-// The learning-rate schedules: closed forms of the epoch, set on the optimizer.
+// The learning-rate schedules (sg::optim::lr_scheduler): each rate a closed form of the epoch and
+// of the optimizer's initial rate, written into the optimizer through Optimizer::set_lr.
+#include <algorithm>
 #include <cmath>
 
 #include <structgrad/core/error.h>
@@ -6,13 +8,21 @@
 
 namespace sg::optim::lr_scheduler {
 
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+}  // namespace
+
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), base_lr_(optimizer.lr()) {}
 
-void LRScheduler::start() { optimizer_.set_lr(rate(0)); }
+void LRScheduler::start() {
+  last_lr_ = rate(0);
+  optimizer_.set_lr(last_lr_);
+}
 
 void LRScheduler::step() {
   ++epoch_;
-  optimizer_.set_lr(rate(epoch_));
+  last_lr_ = rate(epoch_);
+  optimizer_.set_lr(last_lr_);
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
@@ -32,7 +42,7 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double
 }
 
 double CosineAnnealingLR::rate(int64_t epoch) const {
-  const double phase = M_PI * static_cast<double>(epoch) / static_cast<double>(t_max_);
+  const double phase = kPi * static_cast<double>(epoch) / static_cast<double>(t_max_);
   return eta_min_ + (base_lr() - eta_min_) * (1.0 + std::cos(phase)) / 2.0;
 }
 

@@ -72,10 +72,13 @@ TEST_P(Distributions, NormalMatchesItsClosedForms) {
     EXPECT_NEAR(lp[i], -0.5 * z * z - std::log(s[i]) - 0.5 * kLog2Pi, 1e-12);
     EXPECT_NEAR(h[i], 0.5 + 0.5 * kLog2Pi + std::log(s[i]), 1e-12);
   }
-  const dist::Normal q(sg::zeros({3}, f64()), sg::ones({3}, f64()));
+  const dist::Normal q(sg::full({3}, 0.3, f64()), sg::full({3}, 2.0, f64()));
   const std::vector<double> kl = dist::kl_divergence(n, q).to_vector();
-  for (size_t i = 0; i < 3; ++i)
-    EXPECT_NEAR(kl[i], 0.5 * (s[i] * s[i] + m[i] * m[i] - 1) - std::log(s[i]), 1e-12);
+  for (size_t i = 0; i < 3; ++i) {
+    // log(σq/σp) + (σp² + (μp − μq)²)/(2σq²) − ½
+    const double want = std::log(2.0 / s[i]) + (s[i] * s[i] + (m[i] - 0.3) * (m[i] - 0.3)) / 8.0 - 0.5;
+    EXPECT_NEAR(kl[i], want, 1e-12);
+  }
   // Moments of 20000 draws: the mean within 5 standard errors.
   const Tensor draws = n.sample({20000});
   EXPECT_EQ(draws.shape(), (sg::Shape{20000, 3}));
@@ -203,6 +206,12 @@ TEST_P(Distributions, MixtureLogProbIsTheWeightedSum) {
     }
     EXPECT_NEAR(lp[static_cast<size_t>(s)], std::log(total), 1e-10);
   }
+  // A batch of two mixtures draws one point per sample and mixture: [samples, 2, d].
+  const dist::MixtureSameFamily batch(dist::Categorical(sg::randn({2, k}, f64())),
+                                      dist::MultivariateNormal(sg::randn({2, k, d}, f64()), factors({2, k}, d)));
+  EXPECT_EQ(batch.batch_shape(), (sg::Shape{2}));
+  EXPECT_EQ(batch.sample({5}).shape(), (sg::Shape{5, 2, d}));
+  EXPECT_EQ(batch.log_prob(sg::randn({5, 2, d}, f64())).shape(), (sg::Shape{5, 2}));
   // The sample mean of 40000 draws within 0.1 of the mixture's mean.
   const std::vector<double> mean = gmm.mean().to_vector();
   const std::vector<double> sample_mean = sg::mean(gmm.sample({40000}), 0).to_vector();
@@ -215,6 +224,9 @@ TEST_P(Distributions, GradientsPassGradcheck) {
   const Tensor x = sg::randn({2, d}, f64());
   const Tensor w = sg::randn({2, d, 2}, f64()).requires_grad_(), diag = (sg::rand({2, d}, f64()) + 0.5).requires_grad_();
   const Tensor logits = sg::randn({2, 4}, f64()).requires_grad_();
+  // Four distinct components per mixture, so that the weights and each component matter.
+  const Tensor component_mu = sg::randn({2, 4, d}, f64()).requires_grad_();
+  const Tensor component_l = factors({2, 4}, d).detach().requires_grad_();
   struct Case {
     const char* name;
     std::vector<Tensor> inputs;
@@ -241,12 +253,9 @@ TEST_P(Distributions, GradientsPassGradcheck) {
          sg::manual_seed(6);
          return dist::Normal(in[0], in[1]).rsample({2});
        }},
-      {"MixtureSameFamily.log_prob", {logits},
+      {"MixtureSameFamily.log_prob", {logits, component_mu, component_l},
        [&](const auto& in) {
-         return dist::MixtureSameFamily(dist::Categorical(in[0]),
-                                        dist::MultivariateNormal(sg::randn({2, 4, d}, f64()) * 0.0 + 1.0,
-                                                                 sg::LowerTriangular::eye(d, f64())))
-             .log_prob(x);
+         return dist::MixtureSameFamily(dist::Categorical(in[0]), dist::MultivariateNormal(in[1], in[2])).log_prob(x);
        }},
   };
   for (const Case& c : cases) {

@@ -6,7 +6,12 @@
 
 namespace {
 
-TEST(TrainingModes, TrainAndEvalReachEverySubmoduleAndDropoutFollows) {
+class TrainingModes : public ::testing::TestWithParam<sg::Device> {
+ protected:
+  void SetUp() override { SG_SKIP_IF_UNAVAILABLE(GetParam()); }
+};
+
+TEST_P(TrainingModes, TrainAndEvalReachEverySubmoduleAndDropoutFollows) {
   auto drop = std::make_shared<sg::nn::Dropout>(0.25);
   auto net = std::make_shared<sg::nn::Sequential>(std::make_shared<sg::nn::Linear>(4, 4), drop,
                                                   std::make_shared<sg::nn::ReLU>());
@@ -15,7 +20,7 @@ TEST(TrainingModes, TrainAndEvalReachEverySubmoduleAndDropoutFollows) {
   net->eval();
   EXPECT_FALSE(net->is_training());
   EXPECT_FALSE(drop->is_training());
-  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64);
+  const auto f64 = sg::TensorOptions().dtype(sg::kFloat64).device(GetParam());
   const sg::Tensor x = sg::randn({1000, 40}, f64);
   EXPECT_TRUE(sg::equal(drop->forward(x), x));  // the identity in evaluation
   net->train();
@@ -36,5 +41,7 @@ TEST(TrainingModes, TrainAndEvalReachEverySubmoduleAndDropoutFollows) {
   EXPECT_TRUE(sg::equal(sg::nn::Dropout(1.0).forward(ones), sg::zeros({1000, 40}, f64)));
   EXPECT_EQ(sgtest::message_of([] { sg::nn::Dropout(1.5); }), "Dropout: p must lie in [0, 1], got 1.5");
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, TrainingModes, ::testing::ValuesIn(sgtest::test_devices()), sgtest::device_test_name);
 
 }  // namespace

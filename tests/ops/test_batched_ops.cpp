@@ -213,8 +213,9 @@ TEST_P(BatchedOps, TagsSurviveBatchIndexingJoiningAndReductions) {
 }
 
 TEST_P(BatchedOps, TriangularSolvesEveryWayWithBroadcastAndSharedFactors) {
-  // Orders padded to 8, 16 and 64 by the fused solves, 64 itself, and one past them.
-  for (int64_t n : {4, 13, 33, 64, 130}) {
+  // Orders padded to 8, 16, 32 and 64 by the thread-per-right-hand-side solves, 64 itself, one for
+  // the block-per-matrix solve, and one past the fused kernels.
+  for (int64_t n : {4, 13, 20, 33, 64, 100, 130}) {
     for (Structure s : {Structure::UpperTriangular, Structure::LowerTriangular})
       for (bool left : {true, false})
         for (bool unit : {false, true}) {

@@ -188,6 +188,8 @@ TEST_P(Loss, BadInputNamesTheOp) {
   EXPECT_EQ(message_of([&] { sg::gaussian_nll_loss(logits, logits, sg::ones({2, 3, 4}, f64())); }),
             "gaussian_nll_loss: var of shape [2, 3, 4] does not broadcast to the input's shape [3, 4]");
   EXPECT_EQ(message_of([&] { sg::log_softmax(logits, 2); }), "log_softmax: dimension 2 out of range for shape [3, 4]");
+  EXPECT_EQ(message_of([&] { sg::gaussian_nll_loss(logits, logits, sg::full({4}, -0.5, f64())); }),
+            "gaussian_nll_loss: var has a negative entry");
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Loss, ::testing::ValuesIn(sgtest::test_devices()), sgtest::device_test_name);

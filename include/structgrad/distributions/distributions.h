@@ -18,15 +18,19 @@ class Normal {
   const Tensor& scale() const { return scale_; }
   /// The shape loc and scale broadcast to.
   const Shape& batch_shape() const { return batch_shape_; }
+  /// @{
+  /// loc, scale and scale². Example: `auto v = d.variance();`
   Tensor mean() const { return loc_; }
   Tensor stddev() const { return scale_; }
   Tensor variance() const;
+  /// @}
   /// log N(value; loc, scale²) elementwise, value broadcasting against the batch.
   Tensor log_prob(const Tensor& value) const;
+  /// ½ + ½·log 2π + log scale, of the batch shape. Example: `auto h = d.entropy();`
   Tensor entropy() const;
   /// loc + scale·ε with ε ~ N(0, 1) of shape sample_shape + batch_shape: differentiable in loc and scale.
   Tensor rsample(const Shape& sample_shape = {}) const;
-  /// rsample without a gradient.
+  /// rsample without a gradient. Example: `auto draws = d.sample({1000});`
   Tensor sample(const Shape& sample_shape = {}) const;
 
  private:
@@ -51,14 +55,17 @@ class MultivariateNormal {
   const Shape& batch_shape() const { return batch_shape_; }
   /// The event size d.
   int64_t event_size() const { return scale_tril_.size(-1); }
+  /// loc. Example: `auto mu = mvn.mean();`
   Tensor mean() const { return loc_; }
-  /// L·Lᵀ, Symmetric.
+  /// L·Lᵀ, Symmetric. Example: `auto sigma = mvn.covariance();`
   Tensor covariance() const;
   /// log density at value [..., d], value's batch broadcasting against the distribution's: [...].
   Tensor log_prob(const Tensor& value) const;
+  /// ½·d·(1 + log 2π) + Σ log L(i, i), of the batch shape. Example: `auto h = mvn.entropy();`
   Tensor entropy() const;
   /// loc + L·ε with ε ~ N(0, I): shape sample_shape + batch_shape + [d].
   Tensor rsample(const Shape& sample_shape = {}) const;
+  /// rsample without a gradient. Example: `auto draws = mvn.sample({100});`
   Tensor sample(const Shape& sample_shape = {}) const;
   /// Σ log L(i, i) per matrix, half the log-determinant of the covariance: batch_shape.
   Tensor half_log_det() const;
@@ -80,13 +87,17 @@ class LowRankMultivariateNormal {
   const Tensor& cov_diag() const { return cov_diag_; }
   const Shape& batch_shape() const { return batch_shape_; }
   int64_t event_size() const { return loc_.size(-1); }
+  /// loc. Example: `auto mu = d.mean();`
   Tensor mean() const { return loc_; }
   /// W·Wᵀ + diag(D), Symmetric (d × d: for inspection, not used by log_prob).
   Tensor covariance() const;
+  /// log density at value [..., d]: [...]. Example: `auto lp = d.log_prob(x);`
   Tensor log_prob(const Tensor& value) const;
+  /// ½·(d·(1 + log 2π) + log det Σ), of the batch shape. Example: `auto h = d.entropy();`
   Tensor entropy() const;
-  /// loc + W·ε_r + √D ⊙ ε_d.
+  /// loc + W·ε_r + √D ⊙ ε_d: shape sample_shape + batch_shape + [d]. Example: `auto x = d.rsample({8});`
   Tensor rsample(const Shape& sample_shape = {}) const;
+  /// rsample without a gradient. Example: `auto draws = d.sample({100});`
   Tensor sample(const Shape& sample_shape = {}) const;
 
  private:
@@ -103,11 +114,13 @@ class Categorical {
   explicit Categorical(Tensor logits);
   /// logits − logsumexp(logits): normalised log probabilities [..., K].
   const Tensor& logits() const { return logits_; }
+  /// exp(logits()), [..., K]. Example: `auto p = c.probs();`
   Tensor probs() const;
   const Shape& batch_shape() const { return batch_shape_; }
   int64_t num_classes() const { return logits_.size(-1); }
   /// log p(value) for int64 classes of the batch shape: [...].
   Tensor log_prob(const Tensor& value) const;
+  /// −Σ p log p over the classes (0 for a class of probability 0). Example: `auto h = c.entropy();`
   Tensor entropy() const;
   /// int64 classes of shape sample_shape + batch_shape (Gumbel-max).
   Tensor sample(const Shape& sample_shape = {}) const;
@@ -129,6 +142,7 @@ class MixtureSameFamily {
   const Shape& batch_shape() const { return batch_shape_; }
   /// log Σ_k π_k N(value; μ_k, Σ_k) for value [..., d]: [...].
   Tensor log_prob(const Tensor& value) const;
+  /// Σ_k π_k μ_k, [..., d]. Example: `auto m = gmm.mean();`
   Tensor mean() const;
   /// Samples of shape sample_shape + batch_shape + [d]: a component drawn per sample, then its sample.
   Tensor sample(const Shape& sample_shape = {}) const;
@@ -142,7 +156,7 @@ class MixtureSameFamily {
 /// KL(p ‖ q) between two multivariate normals of one event size, batch shapes broadcasting.
 /// Example: `auto kl = sg::distributions::kl_divergence(q, prior);`
 Tensor kl_divergence(const MultivariateNormal& p, const MultivariateNormal& q);
-/// KL(p ‖ q) between two Normals, elementwise.
+/// KL(p ‖ q) between two Normals, elementwise. Example: `auto kl = sg::distributions::kl_divergence(q, prior);`
 Tensor kl_divergence(const Normal& p, const Normal& q);
 
 }  // namespace sg::distributions

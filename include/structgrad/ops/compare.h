@@ -64,8 +64,8 @@ Tensor max(const Tensor& x);
 Tensor min(const Tensor& x);
 /// @}
 /// @{
-/// Only the values of max / min along `dim` (torch.amax / amin; the gradient goes to the first of
-/// tied elements). Example: `auto peak = sg::amax(x, -1);`
+/// Only the values of max / min along `dim`, like torch.amax / amin, except that the gradient goes
+/// to the first of tied elements (torch splits it among them). Example: `auto peak = sg::amax(x, -1);`
 Tensor amax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor amin(const Tensor& x, int64_t dim, bool keepdim = false);
 /// @}

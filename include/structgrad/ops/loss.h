@@ -27,7 +27,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 /// mean(½·(log v + (input − target)²/v)) with v = max(var, eps), plus ½·log 2π with `full`: the
 /// negative log-likelihood of target under N(input, var), var broadcasting against input (the
-/// clamp passes var's gradient unchanged, as PyTorch's does).
+/// clamp passes var's gradient unchanged, as PyTorch's does; a negative var is an error).
 /// Example: `auto l = sg::gaussian_nll_loss(mean, y, var);`
 Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full = false,
                          double eps = 1e-6);

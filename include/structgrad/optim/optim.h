@@ -123,7 +123,7 @@ class LRScheduler {
   /// The epochs stepped so far. Example: `sched.last_epoch()`
   int64_t last_epoch() const { return epoch_; }
   /// The rate the schedule last set. Example: `sched.last_lr()`
-  double last_lr() const { return optimizer_.lr(); }
+  double last_lr() const { return last_lr_; }
   /// The optimizer's rate when the schedule was built. Example: `sched.base_lr()`
   double base_lr() const { return base_lr_; }
 
@@ -137,12 +137,14 @@ class LRScheduler {
  private:
   Optimizer& optimizer_;
   double base_lr_;
+  double last_lr_;
   int64_t epoch_ = 0;
 };
 
 /// base·gamma^⌊epoch / step_size⌋. Example: `sg::optim::lr_scheduler::StepLR sched(opt, 30, 0.1);`
 class StepLR : public LRScheduler {
  public:
+  /// Sets the rate of epoch 0. Example: `sg::optim::lr_scheduler::StepLR sched(opt, 30);`
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
 
  protected:
@@ -157,6 +159,7 @@ class StepLR : public LRScheduler {
 /// CosineAnnealingLR (periodic past t_max). Example: `CosineAnnealingLR sched(opt, 100);`
 class CosineAnnealingLR : public LRScheduler {
  public:
+  /// Sets the rate of epoch 0. Example: `sg::optim::lr_scheduler::CosineAnnealingLR sched(opt, epochs, 1e-5);`
   CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0.0);
 
  protected:
@@ -172,6 +175,7 @@ class CosineAnnealingLR : public LRScheduler {
 /// Example: `LinearLR warmup(opt, 0.1, 1.0, 500);`
 class LinearLR : public LRScheduler {
  public:
+  /// Sets the rate of epoch 0 (base·start_factor). Example: `sg::optim::lr_scheduler::LinearLR warmup(opt, 0.1, 1.0, 100);`
   LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
 
  protected:
