@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <structgrad/core/error.h>
+#include <structgrad/ops/factories.h>
 #include <structgrad/optim/optim.h>
 
 namespace sg::optim::lr_scheduler {
@@ -16,6 +17,30 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), base_lr_
 
 void LRScheduler::start() {
   last_lr_ = rate(0);
+  optimizer_.set_lr(last_lr_);
+}
+
+std::vector<std::pair<std::string, Tensor>> LRScheduler::state_dict() const {
+  const TensorOptions f64 = TensorOptions().dtype(DType::Float64);
+  return {{"lr_scheduler.epoch", full({}, static_cast<double>(epoch_), f64)},
+          {"lr_scheduler.base_lr", full({}, base_lr_, f64)}};
+}
+
+void LRScheduler::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+  const Tensor* epoch = nullptr;
+  const Tensor* base = nullptr;
+  for (const auto& [name, t] : state) {
+    if (name == "lr_scheduler.epoch") epoch = &t;
+    else if (name == "lr_scheduler.base_lr") base = &t;
+    else SG_FAIL("LRScheduler.load_state_dict: unexpected entry '", name, "'");
+  }
+  SG_CHECK(epoch != nullptr && base != nullptr && epoch->numel() == 1 && base->numel() == 1,
+           "LRScheduler.load_state_dict: expected one value each for lr_scheduler.epoch and lr_scheduler.base_lr");
+  const double e = epoch->item();
+  SG_CHECK(e >= 0 && e == std::floor(e), "LRScheduler.load_state_dict: the epoch must be a whole number ≥ 0, got ", e);
+  epoch_ = static_cast<int64_t>(e);
+  base_lr_ = base->item();
+  last_lr_ = rate(epoch_);
   optimizer_.set_lr(last_lr_);
 }
 

@@ -42,6 +42,29 @@ TEST(LrScheduler, StepCosineAndLinearFollowTheirClosedForms) {
   EXPECT_DOUBLE_EQ(warmup.last_lr(), 0.4);
 }
 
+TEST(LrScheduler, AStateDictResumesTheSchedule) {
+  const sg::Tensor w = sg::zeros({2}).requires_grad_();
+  sg::optim::Adam first({w}, {.lr = 0.5});
+  sched::CosineAnnealingLR a(first, 10, 0.01);
+  for (int e = 0; e < 4; ++e) a.step();
+  const auto saved = a.state_dict();
+  // A new optimizer restored at the decayed rate and a new schedule built on it: the state puts
+  // the schedule back at epoch 4 with the original base rate.
+  sg::optim::Adam second({w}, {.lr = first.lr()});
+  sched::CosineAnnealingLR b(second, 10, 0.01);
+  b.load_state_dict(saved);
+  EXPECT_EQ(b.last_epoch(), 4);
+  EXPECT_DOUBLE_EQ(b.base_lr(), 0.5);
+  EXPECT_DOUBLE_EQ(second.lr(), first.lr());
+  for (int e = 0; e < 3; ++e) {
+    a.step();
+    b.step();
+    EXPECT_DOUBLE_EQ(second.lr(), first.lr());
+  }
+  EXPECT_EQ(sgtest::message_of([&] { b.load_state_dict({{"lr_scheduler.epoch", sg::full({}, 1.5)}}); }),
+            "LRScheduler.load_state_dict: expected one value each for lr_scheduler.epoch and lr_scheduler.base_lr");
+}
+
 TEST(LrScheduler, BadArgumentsNameTheSchedule) {
   const sg::Tensor w = sg::zeros({2}).requires_grad_();
   sg::optim::SGD sgd({w}, {.lr = 0.1});

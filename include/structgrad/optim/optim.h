@@ -126,6 +126,12 @@ class LRScheduler {
   double last_lr() const { return last_lr_; }
   /// The optimizer's rate when the schedule was built. Example: `sched.base_lr()`
   double base_lr() const { return base_lr_; }
+  /// The epoch and the base rate as 0-d float64 tensors ("lr_scheduler.epoch", "lr_scheduler.base_lr"),
+  /// for checkpoints. Example: `sg::save_npz("sched.npz", sched.state_dict());`
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  /// Restores state_dict() (both entries, checked first) and sets the optimizer's rate of that
+  /// epoch, so that training resumes on the schedule. Example: `sched.load_state_dict(sg::load_npz("sched.npz"));`
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  protected:
   explicit LRScheduler(Optimizer& optimizer);
