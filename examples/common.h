@@ -71,4 +71,30 @@ inline double median_ms(const std::function<void()>& f, sg::Device device, int r
   return t[t.size() / 2];
 }
 
+/// Trains `net` by Adam (--lr, default `lr`) on shuffled mini-batches (--batch, 128; the last partial
+/// one dropped) of (x, y) for --epochs (60), minimising nll(x, y); prints the held-out NLL on
+/// (test_x, test_y) every 10 epochs unless --quiet, and returns it at the end.
+inline double train_nll(sg::nn::Module& net, const std::function<sg::Tensor(const sg::Tensor&, const sg::Tensor&)>& nll,
+                        const sg::Tensor& x, const sg::Tensor& y, const sg::Tensor& test_x, const sg::Tensor& test_y,
+                        const Args& args, const char* name, double lr = 3e-3) {
+  sg::optim::Adam opt(net.parameters(), {.lr = args.get_double("lr", lr)});
+  sg::data::DataLoader loader({x, y},
+                              sg::data::DataLoaderOptions().batch_size(args.get_int("batch", 128)).shuffle().drop_last());
+  const int64_t epochs = args.get_int("epochs", 60);
+  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
+    for (const auto& batch : loader) {
+      opt.zero_grad();
+      const sg::Tensor loss = nll(batch[0], batch[1]);
+      loss.backward();
+      opt.step();
+    }
+    if (!args.quiet && (epoch == 1 || epoch % 10 == 0 || epoch == epochs)) {
+      sg::NoGradGuard no_grad;
+      std::printf("%-8s epoch %3lld  held-out NLL %.4f\n", name, (long long)epoch, nll(test_x, test_y).item());
+    }
+  }
+  sg::NoGradGuard no_grad;
+  return nll(test_x, test_y).item();
+}
+
 }  // namespace examples

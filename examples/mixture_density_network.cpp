@@ -65,27 +65,12 @@ struct Model {
   sg::Tensor nll(const sg::Tensor& x, const sg::Tensor& y) const { return -mixture(x).log_prob(y).mean(); }
 };
 
-/// Trains `model` by Adam on mini-batches and returns its held-out NLL.
+/// Trains `model` by examples::train_nll and returns its held-out NLL.
 double train(const Model& model, const Data& train_set, const Data& test_set, const examples::Args& args,
              const char* name) {
-  sg::optim::Adam opt(model.net->parameters(), {.lr = args.get_double("lr", 3e-3)});
-  sg::data::DataLoader loader({train_set.x, train_set.y},
-                              sg::data::DataLoaderOptions().batch_size(args.get_int("batch", 128)).shuffle().drop_last());
-  const int64_t epochs = args.get_int("epochs", 60);
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    for (const auto& batch : loader) {
-      opt.zero_grad();
-      const sg::Tensor loss = model.nll(batch[0], batch[1]);
-      loss.backward();
-      opt.step();
-    }
-    if (!args.quiet && (epoch == 1 || epoch % 10 == 0 || epoch == epochs)) {
-      sg::NoGradGuard no_grad;
-      std::printf("%-6s epoch %3lld  held-out NLL %.4f\n", name, (long long)epoch, model.nll(test_set.x, test_set.y).item());
-    }
-  }
-  sg::NoGradGuard no_grad;
-  return model.nll(test_set.x, test_set.y).item();
+  return examples::train_nll(
+      *model.net, [&](const sg::Tensor& x, const sg::Tensor& y) { return model.nll(x, y); }, train_set.x, train_set.y,
+      test_set.x, test_set.y, args, name);
 }
 
 }  // namespace
