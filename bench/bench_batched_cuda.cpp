@@ -1,6 +1,7 @@
 // Batches of small structured matrices through the public API on CUDA: Cholesky, triangular solves,
-// the Upper·Upper product and an MVN log-density with a batch of scale_tril factors, forward and
-// forward + backward, each the median of CUDA-event timings after warm-ups (bench/bench_cuda.h).
+// the Upper·Upper product and an MVN log-density with a batch of scale_tril factors (composed by hand
+// and through sg::distributions::MultivariateNormal), forward and forward + backward, each the median
+// of CUDA-event timings after warm-ups (bench/bench_cuda.h).
 // bench/torch_batched.py times PyTorch on the same workloads; run both in one command.
 //   usage: bench_batched_cuda [--batch 4096] [--n 16,32,64] [--dtype float32,float64] [--reps 31]
 #include <cmath>
@@ -107,6 +108,16 @@ int main(int argc, char** argv) {
       });
       const double mvn_fb = bench::median_ms(reps, [&](int) { log_prob().backward(); });
       row("MVN log-density, scale_tril", batch, n, dtype, mvn, mvn_fb);
+      // The same density through sg::distributions::MultivariateNormal, built each step as a model would.
+      const sg::Tensor x_rows = sg::reshape(x, {batch, n});
+      const sg::Tensor loc = sg::randn({n}, o).requires_grad_();
+      auto distribution_log_prob = [&] { return sg::sum(sg::distributions::MultivariateNormal(loc, l).log_prob(x_rows)); };
+      const double dist = bench::median_ms(reps, [&](int) {
+        sg::NoGradGuard no_grad;
+        distribution_log_prob();
+      });
+      const double dist_fb = bench::median_ms(reps, [&](int) { distribution_log_prob().backward(); });
+      row("MVN log-density, MultivariateNormal", batch, n, dtype, dist, dist_fb);
     }
   }
   return 0;

@@ -32,6 +32,7 @@ enum class UnaryOp : uint8_t {
   RSubScalar,  //   alpha − x
   RDivScalar,  //   alpha / x
   PowScalar,   //   x^alpha
+  RPowScalar,  //   alpha^x
   ClampMin,    //   max(x, alpha), NaN propagates
   ClampMax,    //   min(x, alpha), NaN propagates
   FiniteOrZero,  //   x, or 0 where x is ±inf

@@ -197,7 +197,7 @@ Tensor unary_op(const char* name, UnaryOp op, const Tensor& x, double alpha = 0)
   if (!autograd::needs_record({x})) return out;
 
   // What the backward needs: the input x, or the output y.
-  bool save_output = op == UnaryOp::Exp || op == UnaryOp::Sqrt || op == UnaryOp::Tanh || op == UnaryOp::Sigmoid;
+  bool save_output = op == UnaryOp::Exp || op == UnaryOp::RPowScalar || op == UnaryOp::Sqrt || op == UnaryOp::Tanh || op == UnaryOp::Sigmoid;
   autograd::record(name, {x}, {out}, {save_output ? out : x}, [op, alpha](BackwardContext& ctx) {
     const Tensor& g = ctx.grad_outputs[0];
     const Tensor& s = ctx.saved[0];  // x, or y where save_output
@@ -227,6 +227,9 @@ Tensor unary_op(const char* name, UnaryOp op, const Tensor& x, double alpha = 0)
         break;
       }
       case UnaryOp::PowScalar: dx = fused_grad(BinaryOp::PowGrad, g, s, alpha); break;
+      case UnaryOp::RPowScalar:  // d(aˣ) = aˣ·ln a · g
+        dx = detail::unary_raw(UnaryOp::MulScalar, fused_grad(BinaryOp::Mul, g, s), std::log(alpha));
+        break;
       case UnaryOp::ClampMin: dx = fused_grad(BinaryOp::ClampMinGrad, g, s, alpha); break;
       case UnaryOp::ClampMax: dx = fused_grad(BinaryOp::ClampMaxGrad, g, s, alpha); break;
       case UnaryOp::FiniteOrZero: SG_FAIL("backward: FiniteOrZero is not recorded");
@@ -300,7 +303,9 @@ Tensor relu(const Tensor& x) { return unary_op("relu", UnaryOp::Relu, x); }
 Tensor leaky_relu(const Tensor& x, double slope) { return unary_op("leaky_relu", UnaryOp::LeakyRelu, x, slope); }
 Tensor softplus(const Tensor& x) { return unary_op("softplus", UnaryOp::Softplus, x); }
 Tensor step(const Tensor& x) { return unary_op("step", UnaryOp::Step, x); }
+Tensor sign(const Tensor& x) { return unary_op("sign", UnaryOp::Sign, x); }
 Tensor pow(const Tensor& x, double exponent) { return unary_op("pow", UnaryOp::PowScalar, x, exponent); }
+Tensor pow(double base, const Tensor& exponent) { return unary_op("pow", UnaryOp::RPowScalar, exponent, base); }
 
 Tensor clamp_min(const Tensor& x, double min) { return unary_op("clamp_min", UnaryOp::ClampMin, x, min); }
 Tensor clamp_max(const Tensor& x, double max) { return unary_op("clamp_max", UnaryOp::ClampMax, x, max); }

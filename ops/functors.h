@@ -48,6 +48,7 @@ SG_HD T apply_unary(UnaryOp op, T x, T alpha) {
     case UnaryOp::RSubScalar: return alpha - x;
     case UnaryOp::RDivScalar: return alpha / x;
     case UnaryOp::PowScalar: return pow(x, alpha);
+    case UnaryOp::RPowScalar: return pow(alpha, x);
     case UnaryOp::ClampMin: return x < alpha ? alpha : x;
     case UnaryOp::ClampMax: return x > alpha ? alpha : x;
     case UnaryOp::FiniteOrZero: return std::isinf(x) ? T(0) : x;

@@ -251,13 +251,18 @@ CholeskyResult cholesky_ex(const Tensor& s) {
   return r;
 }
 
-Tensor logdet(const Tensor& x) {
-  constexpr const char* op = "logdet";
-  const detail::MatrixBatch view = detail::square_matrices(op, x);
-  if (is_triangular(x.structure())) return sum(log(abs(diagonal(x))), -1);  // diagonal's gradient keeps x's tag
-  SG_CHECK(x.structure() == Structure::Symmetric, op,
-           ": expected a Symmetric positive definite or a triangular matrix, got a Dense tensor (tag it with "
-           "sg::sym, sg::as_symmetric, sg::triu or sg::tril)");
+/// sign(det T) = Π sign(tᵢᵢ) of a triangular T per matrix: 0 with a zero on the diagonal, else
+/// (−1)^(the number of negative entries). Not differentiable.
+static Tensor triangular_det_sign(const Tensor& t) {
+  autograd::NoGradGuard no_grad;
+  const Tensor d = diagonal(t);
+  const Tensor negatives = sum(lt(d, 0.0), -1);
+  const Tensor no_zero = eq(sum(eq(d, 0.0), -1), 0.0);
+  return pow(-1.0, negatives) * no_zero;
+}
+
+/// 2·Σ log lᵢᵢ of the Cholesky factor of a Symmetric positive definite X, recorded with gradient X⁻¹.
+static Tensor spd_logdet(const char* op, const Tensor& x, const detail::MatrixBatch& view) {
   CholeskyResult r = cholesky_raw(x);
   check_positive_definite(op, x, r.info, view);
   Tensor value;
@@ -271,6 +276,30 @@ Tensor logdet(const Tensor& x) {
     });
   }
   return value;
+}
+
+static detail::MatrixBatch check_logdet_operand(const char* op, const Tensor& x) {
+  const detail::MatrixBatch view = detail::square_matrices(op, x);
+  SG_CHECK(is_triangular(x.structure()) || x.structure() == Structure::Symmetric, op,
+           ": expected a Symmetric positive definite or a triangular matrix, got a Dense tensor (tag it with "
+           "sg::sym, sg::as_symmetric, sg::triu or sg::tril)");
+  return view;
+}
+
+Tensor logdet(const Tensor& x) {
+  constexpr const char* op = "logdet";
+  const detail::MatrixBatch view = check_logdet_operand(op, x);
+  if (!is_triangular(x.structure())) return spd_logdet(op, x, view);
+  // log Π xᵢᵢ = Σ log|xᵢᵢ| + log sign: + 0, NaN where the determinant is negative, −inf where it is 0.
+  return sum(log(abs(diagonal(x))), -1) + log(triangular_det_sign(x));  // diagonal's gradient keeps x's tag
+}
+
+SignLogAbsDet slogdet(const Tensor& x) {
+  constexpr const char* op = "slogdet";
+  const detail::MatrixBatch view = check_logdet_operand(op, x);
+  if (is_triangular(x.structure())) return {triangular_det_sign(x), sum(log(abs(diagonal(x))), -1)};
+  Tensor value = spd_logdet(op, x, view);
+  return {ones_like(value), value};
 }
 
 Tensor cholesky_solve(const Tensor& l, const Tensor& b) {

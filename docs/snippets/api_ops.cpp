@@ -10,6 +10,7 @@ int main() {
   auto mixed = (a + b) * column - row / sg::exp(b);           // add, mul, sub, div: elementwise, broadcasting
   auto affine = 0.5 * a + 1.0;                                // scalars on either side
   auto act = sg::leaky_relu(a, 0.2) + sg::softplus(a) + sg::pow(a, 3.0) + sg::log(sg::abs(a) + 1.0);
+  auto signs = sg::sign(a) * sg::pow(2.0, b);                 // −1, 0 or 1 times 2ᵇ (a scalar base)
   auto z = sg::randn({8, 1, 5}) * sg::randn({3, 1});          // [8, 1, 5] ⊙ [3, 1] → [8, 3, 5]
 
   auto total = sg::sum(a);                                    // 0-d tensor
@@ -30,7 +31,8 @@ int main() {
   auto loss = sg::mse_loss(y, sg::zeros({4, 5}));             // mean((y − target)²)
   loss.backward();                                            // bias.grad() is summed back to [5]
 
-  SG_CHECK(mixed.numel() + affine.numel() + act.numel() + flat.numel() == 48 && total.dim() == 0, "elementwise");
+  SG_CHECK(mixed.numel() + affine.numel() + act.numel() + signs.numel() + flat.numel() == 60 && total.dim() == 0,
+           "elementwise");
   SG_CHECK(kept.size(1) == 1 && centered.size(1) == 3 && positive.size(0) == 3, "reductions");
   SG_CHECK(c.size(1) == 4 && mv.dim() == 1 && g.n() == 4 && bias.grad().shape() == sg::Shape({5}), "products");
 }

@@ -81,14 +81,58 @@ TEST_P(LinalgValues, LogdetAgainstEigen) {
     });
     for (S st : {S::UpperTriangular, S::LowerTriangular}) {
       const sg::Tensor t = on_device(triangular_f64(st, n));
-      const sg::Tensor lt = sg::logdet(t);
-      ASSERT_EQ(lt.dim(), 0) << what;
+      const auto [sign, log_abs_det] = sg::slogdet(t);
+      ASSERT_EQ(log_abs_det.dim(), 0) << what;
+      ASSERT_EQ(sign.dim(), 0) << what;
       with_reference(n, [&](auto zero) {
         using R = decltype(zero);
-        EXPECT_TRUE(triangular_logdet_is_accurate<R>(host<R>(t), lt.item(), u())) << sg::structure_name(st) << " " << what;
+        EXPECT_TRUE(triangular_logdet_is_accurate<R>(host<R>(t), log_abs_det.item(), u()))
+            << sg::structure_name(st) << " " << what;
       });
+      // The diagonal's signs are random: logdet is log|det| where the product is positive, NaN elsewhere.
+      double expected_sign = 1;
+      for (double d : sg::diagonal(t).to_vector()) expected_sign *= d < 0 ? -1.0 : 1.0;
+      EXPECT_EQ(sign.item(), expected_sign) << what;
+      const double ld = sg::logdet(t).item();
+      if (expected_sign > 0) EXPECT_EQ(ld, log_abs_det.item()) << what;
+      else EXPECT_TRUE(std::isnan(ld)) << what << ": logdet " << ld << " of a negative determinant";
     }
   }
+}
+
+TEST_P(Linalg, TriangularLogdetFollowsTheDeterminantsSign) {
+  // torch.logdet's convention: log det, NaN for a negative determinant, −inf for a zero one.
+  const auto lower = [&](std::vector<double> diagonal) {
+    const int64_t n = static_cast<int64_t>(diagonal.size());
+    return sg::as_lower(sg::diag_embed(on_device(sg::from_vector(diagonal, {n}, sg::kFloat64))));
+  };
+  const struct { std::vector<double> diagonal; double sign, logabsdet, logdet; } cases[] = {
+      {{2.0, 3.0}, 1, std::log(6.0), std::log(6.0)},
+      {{-2.0, 3.0}, -1, std::log(6.0), NAN},
+      {{-2.0, -3.0}, 1, std::log(6.0), std::log(6.0)},
+      {{-2.0, 0.0}, 0, -INFINITY, -INFINITY},
+  };
+  for (const auto& c : cases) {
+    const sg::Tensor l = lower(c.diagonal);
+    const std::string what = "diagonal (" + std::to_string(c.diagonal[0]) + ", " + std::to_string(c.diagonal[1]) + ")";
+    const auto [sign, log_abs_det] = sg::slogdet(l);
+    EXPECT_EQ(sign.item(), c.sign) << what;
+    EXPECT_DOUBLE_EQ(log_abs_det.item(), c.logabsdet) << what;
+    const double ld = sg::logdet(l).item();
+    if (std::isnan(c.logdet)) EXPECT_TRUE(std::isnan(ld)) << what << ": got " << ld;
+    else EXPECT_DOUBLE_EQ(ld, c.logdet) << what;
+  }
+  // The gradient is diag(1/lᵢᵢ) whatever the sign, through slogdet's logabsdet and logdet alike.
+  const sg::Tensor w = lower({-2.0, 4.0}).detach().requires_grad_();
+  sg::slogdet(w).logabsdet.backward();
+  EXPECT_EQ(sg::diagonal(w.grad()).to_vector(), (std::vector<double>{-0.5, 0.25}));
+  // A Symmetric positive definite matrix has sign 1.
+  const sg::Tensor s = on_device(spd_f64(3));
+  EXPECT_EQ(sg::slogdet(s).sign.item(), 1.0);
+  EXPECT_EQ(sg::slogdet(s).logabsdet.item(), sg::logdet(s).item());
+  EXPECT_EQ(sgtest::message_of([&] { sg::slogdet(on_device(sg::eye(3, sg::kFloat64))); }),
+            "slogdet: expected a Symmetric positive definite or a triangular matrix, got a Dense tensor (tag it "
+            "with sg::sym, sg::as_symmetric, sg::triu or sg::tril)");
 }
 
 TEST_P(LinalgValues, InverseAgainstEigen) {

@@ -49,9 +49,15 @@ TEST_P(LinalgGrad, LogdetGradcheck) {
     const sg::GradcheckResult sym = sg::gradcheck(f, {on_device(spd_f64(n)).requires_grad_()});
     EXPECT_TRUE(sym.ok) << "Symmetric n=" << n << ": " << sym.message;
     for (S s : {S::UpperTriangular, S::LowerTriangular}) {
-      // Diagonal entries of both signs: the gradient is 1/tᵢᵢ through |tᵢᵢ|.
-      const sg::GradcheckResult r = sg::gradcheck(f, {on_device(triangular_f64(s, n)).requires_grad_()});
-      EXPECT_TRUE(r.ok) << sg::structure_name(s) << " n=" << n << ": " << r.message;
+      // Diagonal entries of both signs: slogdet's gradient is 1/tᵢᵢ through |tᵢᵢ|.
+      const sg::Tensor t = on_device(triangular_f64(s, n));
+      const sg::GradcheckResult r = sg::gradcheck(
+          [](const std::vector<sg::Tensor>& in) { return sg::slogdet(in[0]).logabsdet; }, {t.detach().requires_grad_()});
+      EXPECT_TRUE(r.ok) << "slogdet " << sg::structure_name(s) << " n=" << n << ": " << r.message;
+      // logdet where the determinant is positive (it is NaN elsewhere): the same gradient.
+      const sg::Tensor positive = sg::with_diagonal(t, sg::abs(sg::diagonal(t)));
+      const sg::GradcheckResult p = sg::gradcheck(f, {positive.detach().requires_grad_()});
+      EXPECT_TRUE(p.ok) << "logdet " << sg::structure_name(s) << " n=" << n << ": " << p.message;
     }
   }
 }

@@ -49,6 +49,7 @@ std::vector<UnaryCase> unary_cases() {
       {"leaky_relu", [](const sg::Tensor& x) { return sg::leaky_relu(x, 0.2); }, [](double v) { return v > 0 ? v : 0.2 * v; }, false},
       {"softplus", [](const sg::Tensor& x) { return sg::softplus(x); }, [](double v) { return std::log1p(std::exp(v)); }, false},
       {"pow", [](const sg::Tensor& x) { return sg::pow(x, 2.5); }, [](double v) { return std::pow(v, 2.5); }, true},
+      {"pow_scalar_base", [](const sg::Tensor& x) { return sg::pow(1.7, x); }, [](double v) { return std::pow(1.7, v); }, false},
       {"add_scalar", [](const sg::Tensor& x) { return x + 1.5; }, [](double v) { return v + 1.5; }, false},
       {"rsub_scalar", [](const sg::Tensor& x) { return 1.5 - x; }, [](double v) { return 1.5 - v; }, false},
       {"mul_scalar", [](const sg::Tensor& x) { return x * -3.0; }, [](double v) { return v * -3.0; }, false},
@@ -83,6 +84,20 @@ TEST_P(OpsOnDevice, UnaryOpsPassGradcheck) {
     auto r = sg::gradcheck([&](const std::vector<sg::Tensor>& in) { return c.op(in[0]); }, {x});
     EXPECT_TRUE(r.ok) << c.name << ": " << r.message;
   }
+}
+
+TEST_P(OpsOnDevice, SignAndPowersOfMinusOne) {
+  const sg::Tensor x = sg::from_vector(std::vector<double>{-2.5, 0.0, 3.0, -0.0, 1e-30}, {5}, opts());
+  EXPECT_EQ(sg::sign(x).to_vector(), (std::vector<double>{-1, 0, 1, 0, 1}));
+  const sg::Tensor counts = sg::from_vector(std::vector<double>{0, 1, 2, 7, 40}, {5}, opts());
+  EXPECT_EQ(sg::pow(-1.0, counts).to_vector(), (std::vector<double>{1, -1, 1, -1, 1}));
+  EXPECT_TRUE(std::isnan(sg::pow(-1.0, sg::full({1}, 0.5, opts())).item()));
+  // sign keeps an Upper tag (sign 0 = 0) and has a zero gradient.
+  const sg::Tensor u = sg::triu(sg::randn({3, 3}, opts64())).detach().requires_grad_();
+  const sg::Tensor su = sg::sign(u);
+  EXPECT_EQ(su.structure(), sg::Structure::UpperTriangular);
+  sg::sum(su).backward();
+  EXPECT_EQ(sg::sum(sg::abs(u.grad())).item(), 0.0);
 }
 
 TEST_P(OpsOnDevice, BinaryOpsBroadcastAndMatchReference) {

@@ -43,8 +43,13 @@ Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor softplus(const Tensor& x);
 /// x > 0 ? 1 : 0 (zero gradient).
 Tensor step(const Tensor& x);
+/// −1, 0 or 1 by the sign of x (keeps Upper; zero gradient). Example: `auto s = sg::sign(x);`
+Tensor sign(const Tensor& x);
 /// xᵖ for a scalar exponent. Example: `sg::pow(x, 3.0)`.
 Tensor pow(const Tensor& x, double exponent);
+/// bˣ for a scalar base, as torch.pow(b, x) (NaN for a negative b and a non-integer x).
+/// Example: `auto parity = sg::pow(-1.0, count);`
+Tensor pow(double base, const Tensor& exponent);
 
 /// @{
 /// add, sub, mul (elementwise ⊙, not matmul), div and neg as operators.

@@ -41,11 +41,23 @@ struct CholeskyResult {
 /// Example: `auto [L, info] = sg::cholesky_ex(S);  if (info.item() != 0) { ... }`
 CholeskyResult cholesky_ex(const Tensor& s);
 
-/// log det X per matrix of X [..., n, n], of the batch shape ([] for one matrix). A Symmetric X is
-/// taken as positive definite (through its Cholesky factor; gradient X⁻¹, Symmetric); a triangular X
-/// gives Σ log|xᵢᵢ| (gradient diag(1/xᵢᵢ)).
+/// log det X per matrix of X [..., n, n], of the batch shape ([] for one matrix), as torch.logdet.
+/// A Symmetric X is taken as positive definite (through its Cholesky factor; gradient X⁻¹,
+/// Symmetric). A triangular X gives log Π xᵢᵢ: NaN where the determinant is negative, −inf where
+/// it is 0 (gradient diag(1/xᵢᵢ)); slogdet gives log|det X| whatever the sign.
 /// Example: `auto ld = sg::logdet(K);`
 Tensor logdet(const Tensor& x);
+
+/// sign(det X) and log|det X| per matrix, as torch.linalg.slogdet; the gradient flows through
+/// `logabsdet` alone.
+struct SignLogAbsDet {
+  Tensor sign;       ///< −1, 0 or 1, of the batch shape (all ones for a Symmetric X)
+  Tensor logabsdet;  ///< log|det X|, of the batch shape
+};
+/// slogdet of a triangular or Symmetric positive definite X [..., n, n]. For a triangular X,
+/// logabsdet is Σ log|xᵢᵢ|: the log-Jacobian of a triangular flow layer.
+/// Example: `auto [sign, log_abs_det] = sg::slogdet(W);`
+SignLogAbsDet slogdet(const Tensor& x);
 
 /// S⁻¹·B for S = L·Lᵀ, given the LowerTriangular factor L [..., n, n] and B [..., n, k]; gradients
 /// for L and B.
