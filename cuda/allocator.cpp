@@ -1,17 +1,18 @@
 // The caching device allocator behind every CUDA Storage: size-bucketed free lists per
-// device, so a training loop stops calling cudaMalloc after its first step, plus the
+// device and stream, so a training loop stops calling cudaMalloc after its first step, plus the
 // counters of sg::cuda::allocator_stats() and the out-of-memory retry.
 //
-// Stream-ordered reuse. Every kernel, copy and cuBLAS call of a device is queued on the one
-// library stream of that device (cuda/runtime.h). A block freed on the host while queued work
-// may still read or write it can therefore be handed out again at once: whatever the new
-// owner queues runs on the same stream, after that work. This is why free() neither waits nor
-// records events. It relies on no other stream touching library memory; the only places that
-// give memory back to the driver (release of the cache) synchronise the stream first.
+// Stream-ordered reuse, as PyTorch's caching allocator does it. A block belongs to the stream that
+// was current when it was allocated (the library stream, or a sg::cuda::StreamGuard's). Freed, it
+// goes to that stream's free list and is handed out again only to an allocation on the same stream,
+// at once: whatever the new owner queues runs after the work that used the block before. A block
+// that other streams read or write too is named with sg::cuda::record_stream; when it is freed, an
+// event is recorded on each of those streams, and the block waits in a pending list until they have
+// all completed. Giving memory back to the driver (empty_cache, the out-of-memory retry) waits for
+// the whole device first.
 //
-// External allocator. Work on another stream (sg::cuda::StreamGuard) would break that rule, so
-// it needs sg::cuda::use_external_allocator first: every allocation then goes to the other
-// library's allocator (PyTorch's caching allocator in the binding), which follows its streams.
+// External allocator. sg::cuda::use_external_allocator hands every allocation to another library's
+// allocator (PyTorch's caching allocator in the binding), which follows its own stream rules.
 #include "cuda/allocator.h"
 
 #include <cuda_runtime.h>
@@ -23,10 +24,12 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
+#include <structgrad/core/tensor.h>
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 
@@ -49,9 +52,36 @@ size_t round_block_size(size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
+/// A live block: its rounded size, the stream it was allocated on, and the other streams that
+/// use it (sg::cuda::record_stream).
+struct BlockInfo {
+  size_t size = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<cudaStream_t> uses;
+};
+
+/// A freed block that other streams used: free once every event has completed.
+struct PendingBlock {
+  void* ptr = nullptr;
+  size_t size = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+};
+
+using FreeKey = std::pair<cudaStream_t, size_t>;  // owning stream, rounded size
+
+struct FreeKeyHash {
+  size_t operator()(const FreeKey& k) const {
+    return std::hash<const void*>()(k.first) ^ (std::hash<size_t>()(k.second) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
 struct DeviceCache {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // rounded size -> blocks
+  std::unordered_map<FreeKey, std::vector<void*>, FreeKeyHash> free_blocks;
+  std::unordered_map<void*, BlockInfo> live;
+  std::vector<PendingBlock> pending;
+  std::vector<cudaEvent_t> idle_events;
   AllocatorStats stats;
 };
 
@@ -67,17 +97,37 @@ DeviceCache& cache_of(int device) {
   return (*caches)[static_cast<size_t>(device)];
 }
 
+/// Moves the pending blocks whose events have all completed to their free lists. Caller holds
+/// cache.mutex.
+void collect_pending_locked(DeviceCache& cache) {
+  auto done = [&cache](PendingBlock& block) {
+    for (cudaEvent_t e : block.events) {
+      const cudaError_t status = cudaEventQuery(e);
+      if (status == cudaErrorNotReady) {
+        (void)cudaGetLastError();  // not an error: the stream has not reached the event yet
+        return false;
+      }
+      SG_CUDA_CHECK(status);
+    }
+    for (cudaEvent_t e : block.events) cache.idle_events.push_back(e);
+    cache.free_blocks[{block.stream, block.size}].push_back(block.ptr);
+    return true;
+  };
+  cache.pending.erase(std::remove_if(cache.pending.begin(), cache.pending.end(), done), cache.pending.end());
+}
+
 /// Gives every cached block of `device` back to the driver. Caller holds cache.mutex.
 void release_cached_blocks_locked(int device, DeviceCache& cache) {
   if (cache.stats.bytes_cached == 0) return;
-  // Work queued before the blocks were freed may still use them.
-  SG_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
   DeviceGuard guard(device);
-  for (auto& [size, blocks] : cache.free_blocks) {
+  // Work queued on any stream before the blocks were freed may still use them.
+  SG_CUDA_CHECK(cudaDeviceSynchronize());
+  collect_pending_locked(cache);
+  for (auto& [key, blocks] : cache.free_blocks) {
     while (!blocks.empty()) {
       SG_CUDA_CHECK(cudaFree(blocks.back()));
       blocks.pop_back();
-      cache.stats.bytes_cached -= size;
+      cache.stats.bytes_cached -= key.second;
       cache.stats.num_device_frees += 1;
     }
   }
@@ -142,23 +192,26 @@ void* device_allocate(Device device, size_t nbytes) {
   if (nbytes == 0) return nullptr;
 
   DeviceCache& cache = cache_of(device.index);
+  const cudaStream_t s = stream(device.index);
+  // The lock is held before the allocator choice is read, so use_external_allocator (which takes
+  // every device's lock) cannot switch allocators in the middle of an allocation.
+  std::lock_guard<std::mutex> lock(cache.mutex);
   if (external_set.load(std::memory_order_acquire)) {
     DeviceGuard guard(device.index);
-    void* ptr = external.allocate(nbytes, device.index, stream(device.index));
+    void* ptr = external.allocate(nbytes, device.index, s);
     SG_CHECK(ptr != nullptr, "cuda allocator: the external allocator returned null for ", nbytes, " bytes on ",
              device);
-    std::lock_guard<std::mutex> lock(cache.mutex);
     cache.stats.num_allocations += 1;
     cache.stats.bytes_in_use += nbytes;
     cache.stats.peak_bytes_in_use = std::max(cache.stats.peak_bytes_in_use, cache.stats.bytes_in_use);
     return ptr;
   }
-  std::lock_guard<std::mutex> lock(cache.mutex);
   if (nbytes > kLargestRequest) fail_out_of_memory(device.index, nbytes, cache.stats, cudaSuccess);
   const size_t block_size = round_block_size(nbytes);
 
+  if (!cache.pending.empty()) collect_pending_locked(cache);
   void* ptr = nullptr;
-  auto bucket = cache.free_blocks.find(block_size);
+  auto bucket = cache.free_blocks.find({s, block_size});
   if (bucket != cache.free_blocks.end() && !bucket->second.empty()) {
     ptr = bucket->second.back();
     bucket->second.pop_back();
@@ -168,13 +221,14 @@ void* device_allocate(Device device, size_t nbytes) {
     cudaError_t error = cudaSuccess;
     ptr = try_device_malloc(device.index, block_size, &error);
     if (!ptr) {
-      // Cached blocks of other sizes may be what stands in the way: give them back, retry once.
+      // Cached blocks of other sizes or streams may be what stands in the way: give them back, retry once.
       release_cached_blocks_locked(device.index, cache);
       ptr = try_device_malloc(device.index, block_size, &error);
       if (!ptr) fail_out_of_memory(device.index, nbytes, cache.stats, error);
     }
     cache.stats.num_device_mallocs += 1;
   }
+  cache.live[ptr] = BlockInfo{block_size, s, {}};
   cache.stats.num_allocations += 1;
   cache.stats.bytes_in_use += block_size;
   cache.stats.peak_bytes_in_use = std::max(cache.stats.peak_bytes_in_use, cache.stats.bytes_in_use);
@@ -187,18 +241,50 @@ void device_free(Device device, void* ptr, size_t nbytes) {
   SG_CHECK(device.is_cuda() && device.index >= 0 && device.index < kMaxDevices,
            "cuda allocator: cannot free a block of device ", device);
   DeviceCache& cache = cache_of(device.index);
+  std::lock_guard<std::mutex> lock(cache.mutex);
   if (external_set.load(std::memory_order_acquire)) {
     external.deallocate(ptr, device.index);
-    std::lock_guard<std::mutex> lock(cache.mutex);
     cache.stats.bytes_in_use -= nbytes;
     return;
   }
-  const size_t block_size = round_block_size(nbytes);
+  auto found = cache.live.find(ptr);
+  SG_CHECK(found != cache.live.end(), "cuda allocator: cuda:", device.index, " did not allocate the block it is asked to free");
+  BlockInfo block = std::move(found->second);
+  cache.live.erase(found);
+  cache.stats.bytes_in_use -= block.size;
+  cache.stats.bytes_cached += block.size;
+  if (block.uses.empty()) {
+    // No wait here: see "Stream-ordered reuse" at the top of this file.
+    cache.free_blocks[{block.stream, block.size}].push_back(ptr);
+    return;
+  }
+  DeviceGuard guard(device.index);
+  PendingBlock pending{ptr, block.size, block.stream, {}};
+  for (cudaStream_t use : block.uses) {
+    cudaEvent_t e = nullptr;
+    if (!cache.idle_events.empty()) {
+      e = cache.idle_events.back();
+      cache.idle_events.pop_back();
+    } else {
+      SG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    SG_CUDA_CHECK(cudaEventRecord(e, use));
+    pending.events.push_back(e);
+  }
+  cache.pending.push_back(std::move(pending));
+}
+
+void record_stream_use(Device device, void* ptr, CUstream_st* use) {
+  using namespace sg::detail::cuda;
+  if (ptr == nullptr || !device.is_cuda()) return;
+  check_device(device.index);
+  DeviceCache& cache = cache_of(device.index);
   std::lock_guard<std::mutex> lock(cache.mutex);
-  // No wait here: see "Stream-ordered reuse" at the top of this file.
-  cache.free_blocks[block_size].push_back(ptr);
-  cache.stats.bytes_in_use -= block_size;
-  cache.stats.bytes_cached += block_size;
+  auto found = cache.live.find(ptr);
+  if (found == cache.live.end()) return;  // the external allocator's or another owner's memory
+  BlockInfo& block = found->second;
+  if (use == block.stream || std::find(block.uses.begin(), block.uses.end(), use) != block.uses.end()) return;
+  block.uses.push_back(use);
 }
 
 }  // namespace sg::detail
@@ -212,14 +298,25 @@ void use_external_allocator(const ExternalAllocator& allocator) {
   static std::mutex once;
   std::lock_guard<std::mutex> lock(once);
   SG_CHECK(!external_set.load(), "cuda::use_external_allocator: an external allocator is already in use");
+  // Every device's lock at once: an allocation on another thread either finished before the check
+  // (and the switch is refused) or reads the new choice after it.
+  std::vector<std::unique_lock<std::mutex>> device_locks;
   for (int device = 0; device < kMaxDevices; ++device) {
     DeviceCache& cache = cache_of(device);
-    std::lock_guard<std::mutex> device_lock(cache.mutex);
+    device_locks.emplace_back(cache.mutex);
     SG_CHECK(cache.stats.num_allocations == 0, "cuda::use_external_allocator: cuda:", device,
              " already holds memory of structgrad's own allocator; call it before the first device allocation");
   }
   external = allocator;
   external_set.store(true, std::memory_order_release);
+}
+
+void record_stream(const Tensor& tensor, CUstream_st* stream) {
+  SG_CHECK(tensor.defined(), "cuda::record_stream: the tensor is undefined");
+  SG_CHECK(tensor.device().is_cuda(), "cuda::record_stream: expected a cuda tensor, got one on ", tensor.device());
+  Storage& storage = *tensor.impl().storage;
+  storage.used_on_other_streams.store(true);
+  detail::record_stream_use(storage.device, storage.data, stream);
 }
 
 }  // namespace sg::cuda

@@ -3,6 +3,7 @@
 // until the process ends: streams and handles are never destroyed (see the notes below).
 #include "cuda/runtime.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -61,20 +62,36 @@ thread_local std::array<StreamOverride, kMaxDevices> stream_override{};
 // cuBLAS handles are not safe to share between threads, so each thread gets its own handle
 // per device. When a thread ends, its handles (with their workspaces) go back to a pool for
 // the next thread instead of being destroyed, so a program that starts many threads does not
-// create a handle per thread, and nothing calls cublasDestroy at process exit.
+// create a handle per thread, and nothing calls cublasDestroy at process exit. A handle has a
+// workspace per stream it has queued on: work on two streams never shares one.
 
 struct CublasEntry {
   cublasHandle_t handle = nullptr;
-  std::shared_ptr<Storage> workspace;  // from the caching allocator; lives as long as the handle
-  cudaStream_t bound = nullptr;        // the stream the handle queues on
+  /// Workspaces from the caching allocator, one per stream, living as long as the handle.
+  std::vector<std::pair<cudaStream_t, std::shared_ptr<Storage>>> workspaces;
+  cudaStream_t bound = nullptr;  // the stream the handle queues on
+  bool is_bound = false;
 };
 
-/// Binds `entry`'s handle to `s`. cublasSetStream resets the workspace to cuBLAS's default pool,
-/// so the workspace is set again after it.
-void bind_cublas(CublasEntry& entry, cudaStream_t s) {
+/// cuBLAS's own default workspace size: 32 MiB on Hopper and newer, 4 MiB before.
+size_t cublas_workspace_bytes(int device) {
+  return compute_capability(device) >= 90 ? (size_t{32} << 20) : (size_t{4} << 20);
+}
+
+/// Binds `entry`'s handle to `s` with the workspace of `s` (made on first use, on `s`).
+/// cublasSetStream resets the workspace to cuBLAS's default pool, so the workspace is set after it.
+void bind_cublas(CublasEntry& entry, int device, cudaStream_t s) {
+  auto found = std::find_if(entry.workspaces.begin(), entry.workspaces.end(),
+                            [s](const auto& w) { return w.first == s; });
+  if (found == entry.workspaces.end()) {
+    entry.workspaces.emplace_back(
+        s, std::make_shared<Storage>(cublas_workspace_bytes(device), Device(DeviceType::CUDA, device)));
+    found = entry.workspaces.end() - 1;
+  }
   SG_CUBLAS_CHECK(cublasSetStream(entry.handle, s));
-  SG_CUBLAS_CHECK(cublasSetWorkspace(entry.handle, entry.workspace->data, entry.workspace->nbytes));
+  SG_CUBLAS_CHECK(cublasSetWorkspace(entry.handle, found->second->data, found->second->nbytes));
   entry.bound = s;
+  entry.is_bound = true;
 }
 
 struct CublasPool {
@@ -97,17 +114,11 @@ struct ThreadCublasHandles {
   }
 };
 
-/// cuBLAS's own default workspace size: 32 MiB on Hopper and newer, 4 MiB before.
-size_t cublas_workspace_bytes(int device) {
-  return compute_capability(device) >= 90 ? (size_t{32} << 20) : (size_t{4} << 20);
-}
-
 CublasEntry create_cublas_entry(int device) {
   DeviceGuard guard(device);
   CublasEntry entry;
-  entry.workspace = std::make_shared<Storage>(cublas_workspace_bytes(device), Device(DeviceType::CUDA, device));
   SG_CUBLAS_CHECK(cublasCreate(&entry.handle));
-  bind_cublas(entry, stream(device));
+  bind_cublas(entry, device, stream(device));
   // Exact fp32 (no TF32) until the opt-in TF32 mode exists.
   SG_CUBLAS_CHECK(cublasSetMathMode(entry.handle, CUBLAS_DEFAULT_MATH));
   return entry;
@@ -141,7 +152,7 @@ cublasHandle_t cublas_handle(int device) {
   auto found = handles.by_device.find(device);
   if (found != handles.by_device.end()) {
     // Follows the stream a StreamGuard set, and back.
-    if (found->second.bound != stream(device)) bind_cublas(found->second, stream(device));
+    if (found->second.bound != stream(device)) bind_cublas(found->second, device, stream(device));
     return found->second.handle;
   }
 
@@ -156,7 +167,7 @@ cublasHandle_t cublas_handle(int device) {
     }
   }
   if (!entry.handle) entry = create_cublas_entry(device);
-  if (entry.bound != stream(device)) bind_cublas(entry, stream(device));
+  if (!entry.is_bound || entry.bound != stream(device)) bind_cublas(entry, device, stream(device));
   const cublasHandle_t handle = entry.handle;
   handles.by_device.emplace(device, std::move(entry));
   return handle;
@@ -216,6 +227,19 @@ DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) (void)cudaSetDevice(previous_);  // a destructor must not throw
 }
 
+}  // namespace sg::detail::cuda
+
+namespace sg::detail {
+
+uintptr_t current_stream_id(Device device) {
+  SG_CHECK(device.is_cuda(), "current_stream_id: expected a cuda device, got ", device);
+  return reinterpret_cast<uintptr_t>(cuda::stream(device.index));
+}
+
+}  // namespace sg::detail
+
+namespace sg::detail::cuda {
+
 const char* cublas_status_name(cublasStatus_t status) {
   switch (status) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
@@ -270,9 +294,6 @@ void empty_cache() {
 
 StreamGuard::StreamGuard(CUstream_st* stream, int device) : device_(device) {
   detail::cuda::check_device(device);
-  SG_CHECK(detail::cuda::uses_external_allocator(), "cuda::StreamGuard: structgrad's own allocator reuses memory in the "
-           "order of the library stream; take memory from an allocator that follows your streams first "
-           "(sg::cuda::use_external_allocator)");
   auto& slot = detail::cuda::stream_override[static_cast<size_t>(device)];
   previous_set_ = slot.set;
   previous_ = slot.stream;

@@ -1,6 +1,7 @@
 // The library's per-device CUDA state: one non-blocking stream per device on which every
-// kernel, copy and cuBLAS call is queued, a cuBLAS handle per (thread, device) bound to that
-// stream, and a guard that makes a device current. Internal to the CUDA backend.
+// kernel, copy and cuBLAS call is queued (or the stream of a sg::cuda::StreamGuard), a cuBLAS
+// handle per (thread, device) bound to the current stream with a workspace per stream, and a guard
+// that makes a device current. Internal to the CUDA backend.
 #pragma once
 
 #include <cublas_v2.h>
@@ -10,10 +11,11 @@
 
 namespace sg::detail::cuda {
 
-/// The library stream of `device` (created on first use, never destroyed).
+/// The stream this thread queues on for `device`: a StreamGuard's, else the library stream
+/// (created on first use, never destroyed).
 cudaStream_t stream(int device);
-/// A cuBLAS handle for this thread and device, bound to stream(device), with its
-/// workspace taken from the caching allocator.
+/// A cuBLAS handle for this thread and device, bound to stream(device) with that stream's
+/// workspace from the caching allocator.
 cublasHandle_t cublas_handle(int device);
 /// Multiprocessor count of `device` (cached).
 int sm_count(int device);

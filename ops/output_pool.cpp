@@ -11,8 +11,9 @@ namespace sg::detail {
 
 namespace {
 
-/// A pooled block's shape: device, rows, columns (the row stride) and element size.
-using PoolKey = std::tuple<int, int64_t, int64_t, size_t>;
+/// A pooled block's shape: device, rows, columns (the row stride) and element size; and the stream
+/// it was allocated on, the only one that may take it again at once.
+using PoolKey = std::tuple<int, int64_t, int64_t, size_t, uintptr_t>;
 
 struct Pool {
   std::mutex mutex;
@@ -33,7 +34,7 @@ Pool& pool() {
 UpperOutput take_upper_output(int64_t rows, int64_t cols, DType dtype, Device device) {
   check_shape("matmul", {rows, cols}, dtype);
   const size_t nbytes = static_cast<size_t>(rows * cols) * element_size(dtype);
-  const PoolKey key{device.index, rows, cols, element_size(dtype)};
+  const PoolKey key{device.index, rows, cols, element_size(dtype), current_stream_id(device)};
   Pool& p = pool();
   void* data = nullptr;
   bool held = false;
@@ -52,7 +53,8 @@ UpperOutput take_upper_output(int64_t rows, int64_t cols, DType dtype, Device de
   auto release = [key, written](Storage& s) {
     if (s.data == nullptr) return;
     Pool& owner = pool();
-    if (written->load() && s.version.load() == 0 && s.reinterpretations.load() == 0 && owner.reuse.load()) {
+    if (written->load() && s.version.load() == 0 && s.reinterpretations.load() == 0 && !s.used_on_other_streams.load() &&
+        owner.reuse.load()) {
       std::lock_guard<std::mutex> lock(owner.mutex);
       owner.blocks[key].push_back(s.data);
       return;

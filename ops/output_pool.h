@@ -28,10 +28,11 @@ class UpperOutput {
 };
 
 /// A rows × cols UpperTriangular tensor of `dtype` on CUDA `device` for a product to write: a pooled
-/// block of that shape where there is one (zeros_held), else a fresh block. When the last tensor on it
-/// lets go, the block returns to the pool if the product wrote it (UpperOutput::written) and nothing
-/// wrote it in place or viewed it as another shape or structure since (Storage::version,
-/// Storage::reinterpretations); else to the caching allocator.
+/// block of that shape, left by the current stream, where there is one (zeros_held), else a fresh
+/// block. When the last tensor on it lets go, the block returns to the pool if the product wrote it
+/// (UpperOutput::written) and nothing wrote it in place, viewed it as another shape or structure, or
+/// used it on another stream since (Storage::version, Storage::reinterpretations,
+/// Storage::used_on_other_streams); else to the caching allocator.
 UpperOutput take_upper_output(int64_t rows, int64_t cols, DType dtype, Device device);
 /// Gives every pooled block back to the caching allocator (sg::cuda::empty_cache does).
 void release_upper_outputs();

@@ -69,8 +69,10 @@ int blocks_per_sm(GemmTileConfig config) {
 }
 
 /// A plan's key: sizes, structures, transposition (the k-ranges), mask, dtype, device, and the family and
-/// options that change plans; not pointers or alpha, so products of one shape share an entry.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int, int>;
+/// options that change plans; not pointers or alpha, so products of one shape share an entry. And the
+/// stream: a plan's split-tile arrival counters are reset by the launch that used them, so two
+/// launches may share them only when one stream orders them.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int, int, int, int, int, int, int, int, uintptr_t>;
 
 /// A launch plan's key: the plan's, the operands' and C's leading dimensions, their 16-byte alignment and
 /// vouched zeros, and the whole tuning.
@@ -159,7 +161,8 @@ PlanKey plan_key(const GemmProblem& p, DType dtype, int device, const GemmFamily
                  int(family.tf32) + int(family.wgmma) + 4 * int(family.dmma) +
                      8 * int(dtype == DType::Float64 ? options.fp64_loop == Fp64Loop::Dmma
                                                      : options.fp32_loop == Fp32Loop::Dmma) +
-                     16 * int(options.wide_split) + 64 * int(zeros_matter && p.c_zeros_stored)};
+                     16 * int(options.wide_split) + 64 * int(zeros_matter && p.c_zeros_stored),
+                 reinterpret_cast<uintptr_t>(stream(device))};
 }
 
 /// cached_plan with the cache's lock held.

@@ -1,6 +1,6 @@
-// The plans of the structured GEMM, cached per product shape and device: the tile scheduler's plans
-// (one-item-per-block, and the persistent kernels' where the product gets them), uploaded once into
-// one device table, so a training loop's later steps plan and allocate nothing.
+// The plans of the structured GEMM, cached per product shape, device and stream: the tile
+// scheduler's plans (one-item-per-block, and the persistent kernels' where the product gets them),
+// uploaded once into one device table, so a training loop's later steps plan and allocate nothing.
 #pragma once
 
 #include <memory>
@@ -22,7 +22,7 @@ struct DeviceBlockPlan {
   int* counters = nullptr;
 };
 
-/// The cached plans of one product shape on one device: the host plans, and where each list is in
+/// The cached plans of one product shape on one device and stream: the host plans, and where each list is in
 /// the entry's one device table.
 struct CachedPlan : ProductPlans {
   std::unique_ptr<Storage> device_table;  ///< every list below, on the device

@@ -27,6 +27,7 @@ std::string device_name(int) { fail_without_cuda("cuda::device_name"); }
 StreamGuard::StreamGuard(CUstream_st*, int) { fail_without_cuda("cuda::StreamGuard"); }
 StreamGuard::~StreamGuard() = default;
 void use_external_allocator(const ExternalAllocator&) { fail_without_cuda("cuda::use_external_allocator"); }
+void record_stream(const Tensor&, CUstream_st*) { fail_without_cuda("cuda::record_stream"); }
 
 }  // namespace sg::cuda
 
@@ -34,6 +35,8 @@ namespace sg::detail {
 
 void* device_allocate(Device device, size_t) { fail_without_cuda("allocating on " + device.str()); }
 void device_free(Device device, void*, size_t) { fail_without_cuda("freeing on " + device.str()); }
+void record_stream_use(Device, void*, CUstream_st*) {}
+uintptr_t current_stream_id(Device device) { fail_without_cuda("a stream of " + device.str()); }
 Backend& cuda_backend(int device) { fail_without_cuda("cuda:" + std::to_string(device)); }
 
 }  // namespace sg::detail

@@ -370,3 +370,55 @@ def test_cuda_linalg_runs_on_torchs_current_stream():
     torch.testing.assert_close(L, want, rtol=1e-4, atol=1e-4)
     assert not info.any()
     torch.testing.assert_close(X, want.mT, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device and a CUDA build of structgrad")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_two_streams_at_once_give_the_results_of_one(dtype):
+    """Products of one shape and of several, factorizations, solves and their gradients, queued on two
+    streams with nothing ordering them (no wait_stream between them), equal one stream's bit for bit."""
+    g = generator(31)
+    U1 = torch.triu(torch.randn(768, 768, generator=g, dtype=torch.float64)).to("cuda", dtype)
+    U2 = torch.triu(torch.randn(768, 768, generator=g, dtype=torch.float64)).to("cuda", dtype)
+    W = torch.randn(96, 8192, generator=g, dtype=torch.float64).to("cuda", dtype)
+    S = spd((), 700, "cuda", dtype, seed=32)
+    Sb = spd((256,), 32, "cuda", dtype, seed=33)
+    B = torch.randn(700, 128, generator=g, dtype=torch.float64).to("cuda", dtype)
+
+    def run():
+        leaves = [t.detach().clone().requires_grad_() for t in (U1, U2, W, S, Sb, B)]
+        u1, u2, w, s, sb, b = leaves
+        c = st.triu_matmul(u1, u2)
+        d = st.structured_matmul(w, w.mT)
+        L = st.cholesky(s)
+        X = st.solve_triangular(L, b, upper=False)
+        Lb, _ = st.cholesky_ex(sb)
+        loss = c.square().sum() + d.square().sum() + X.square().sum() + st.logdet(s) + Lb.square().sum()
+        loss.backward()
+        return [c, d, L, X, Lb] + [t.grad for t in leaves]
+
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        two_streams_match_one(run)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def two_streams_match_one(run):
+    torch.cuda.synchronize()
+    want = [t.detach().clone() for t in run()]
+    torch.cuda.synchronize()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())  # the inputs are ready; nothing orders a and b
+    got = [None, None]
+    for _ in range(3):
+        for i, s in enumerate(streams):
+            with torch.cuda.stream(s):
+                got[i] = run()
+    for s in streams:
+        s.synchronize()
+    for i in range(2):
+        for k, (a, b) in enumerate(zip(got[i], want)):
+            assert torch.equal(a, b), f"stream {i}, result {k}"

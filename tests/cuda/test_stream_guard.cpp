@@ -1,6 +1,7 @@
 // sg::cuda::StreamGuard and sg::cuda::use_external_allocator: work queued on another library's
-// stream, memory from another library's allocator. Each test runs in a process of its own (CTest
-// runs every discovered test separately), since the allocator choice is for the whole process.
+// stream, memory from structgrad's allocator or another library's. Each test runs in a process of
+// its own (CTest runs every discovered test separately), since the allocator choice is for the
+// whole process.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -61,12 +62,21 @@ void stream_ordered_free(void* p, int) {
   ++frees;
 }
 
-TEST(StreamGuard, NeedsAnAllocatorThatFollowsTheStream) {
+TEST(StreamGuard, WorksWithStructgradsOwnAllocator) {
   SKIP_WITHOUT_GPU();
-  EXPECT_EQ(sgtest::message_of([] { sg::cuda::StreamGuard guard(nullptr, 0); }).rfind("cuda::StreamGuard: structgrad's "
-                                                                                      "own allocator reuses memory",
-                                                                                      0),
-            0u);
+  cudaStream_t user = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking), cudaSuccess);
+  const sg::Tensor a = sg::randn({300, 300}, sg::kCUDA);
+  const sg::Tensor want = sg::matmul(sg::triu(a), sg::triu(a));
+  sg::Tensor got;
+  {
+    sg::cuda::StreamGuard guard(user, 0);
+    got = sg::matmul(sg::triu(a), sg::triu(a));
+  }
+  ASSERT_EQ(cudaStreamSynchronize(user), cudaSuccess);
+  EXPECT_EQ(sg::sum(sg::abs(got - want)).item(), 0.0);
+  got = sg::Tensor();
+  ASSERT_EQ(cudaStreamDestroy(user), cudaSuccess);
 }
 
 TEST(ExternalAllocator, RefusedOnceStructgradHoldsMemory) {

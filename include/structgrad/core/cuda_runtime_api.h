@@ -5,7 +5,9 @@
 
 #include <structgrad/core/storage.h>
 
-struct CUstream_st;  // what cudaStream_t points at, so that this header needs no CUDA header
+namespace sg {
+class Tensor;
+}
 
 namespace sg::cuda {
 
@@ -37,9 +39,9 @@ void empty_cache();
 std::string device_name(int device = 0);
 
 /// Queues this thread's work on `device` on `stream` (null: the legacy default stream) instead of
-/// the library stream, for the guard's scope, as a binding runs on PyTorch's current stream. Needs
-/// use_external_allocator first; work on different streams must not overlap (docs/reliability.md).
-/// Example: `sg::cuda::StreamGuard guard(torch_stream, 0);`
+/// the library stream, for the guard's scope, as a binding runs on PyTorch's current stream. Work
+/// under guards on different streams may overlap; memory, plans and cuBLAS workspaces follow the
+/// stream (docs/reliability.md). Example: `sg::cuda::StreamGuard guard(side_stream, 0);`
 class StreamGuard {
  public:
   StreamGuard(CUstream_st* stream, int device);
@@ -60,6 +62,12 @@ struct ExternalAllocator {
   void* (*allocate)(size_t nbytes, int device, CUstream_st* stream) = nullptr;
   void (*deallocate)(void* ptr, int device) = nullptr;
 };
+
+/// Declares that work queued on `stream` uses `tensor`'s memory, as torch's Tensor.record_stream:
+/// when the memory is freed, it is not handed out again before that work completes. Needed only
+/// where a tensor allocated under one stream is used by work queued on another and freed before
+/// that stream is synchronised. Example: `sg::cuda::record_stream(batch, copy_stream);`
+void record_stream(const Tensor& tensor, CUstream_st* stream);
 
 /// Takes every later device allocation of structgrad from `allocator` instead of its own cache, so
 /// that memory follows the other library's stream rules. Call it once, before the first device

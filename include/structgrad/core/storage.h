@@ -9,6 +9,8 @@
 
 #include <structgrad/core/types.h>
 
+struct CUstream_st;  // what cudaStream_t points at, so that this header needs no CUDA header
+
 namespace sg {
 
 /// One contiguous allocation on one device, shared by the tensors that view it (internal to
@@ -34,6 +36,9 @@ struct Storage {
   /// invariant excludes without a version bump. With `version`, it tells the owner of memory handed
   /// in by the second constructor whether the memory is as the first tensor left it.
   std::atomic<uint64_t> reinterpretations{0};
+  /// Set by sg::cuda::record_stream: work on streams other than the allocating one uses this
+  /// memory, so its owner must not hand it to the allocating stream again before that work is done.
+  std::atomic<bool> used_on_other_streams{false};
 
  private:
   std::function<void(Storage&)> release_;
@@ -59,6 +64,13 @@ namespace detail {
 void* device_allocate(Device device, size_t nbytes);
 /// Gives a block of device_allocate back to the cache.
 void device_free(Device device, void* ptr, size_t nbytes);
+/// Marks a block of device_allocate as used by work queued on `stream` too: once freed, it is
+/// reused only after that work (sg::cuda::record_stream). Memory the allocator did not hand out is
+/// left alone.
+void record_stream_use(Device device, void* ptr, CUstream_st* stream);
+/// An opaque id of the stream this thread queues work on for `device` (the library stream, or a
+/// sg::cuda::StreamGuard's), for state that work on two streams must not share.
+uintptr_t current_stream_id(Device device);
 }  // namespace detail
 
 }  // namespace sg
