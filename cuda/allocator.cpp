@@ -194,13 +194,19 @@ void* device_allocate(Device device, size_t nbytes) {
   DeviceCache& cache = cache_of(device.index);
   const cudaStream_t s = stream(device.index);
   // The lock is held before the allocator choice is read, so use_external_allocator (which takes
-  // every device's lock) cannot switch allocators in the middle of an allocation.
-  std::lock_guard<std::mutex> lock(cache.mutex);
+  // every device's lock) cannot switch allocators in the middle of an allocation of our own. Once
+  // set, the choice never changes: the other library is called without the lock.
+  std::unique_lock<std::mutex> lock(cache.mutex);
   if (external_set.load(std::memory_order_acquire)) {
-    DeviceGuard guard(device.index);
-    void* ptr = external.allocate(nbytes, device.index, s);
+    lock.unlock();
+    void* ptr = nullptr;
+    {
+      DeviceGuard guard(device.index);
+      ptr = external.allocate(nbytes, device.index, s);
+    }
     SG_CHECK(ptr != nullptr, "cuda allocator: the external allocator returned null for ", nbytes, " bytes on ",
              device);
+    lock.lock();
     cache.stats.num_allocations += 1;
     cache.stats.bytes_in_use += nbytes;
     cache.stats.peak_bytes_in_use = std::max(cache.stats.peak_bytes_in_use, cache.stats.bytes_in_use);
@@ -241,12 +247,13 @@ void device_free(Device device, void* ptr, size_t nbytes) {
   SG_CHECK(device.is_cuda() && device.index >= 0 && device.index < kMaxDevices,
            "cuda allocator: cannot free a block of device ", device);
   DeviceCache& cache = cache_of(device.index);
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  if (external_set.load(std::memory_order_acquire)) {
+  if (external_set.load(std::memory_order_acquire)) {  // set before any block of ours could exist
     external.deallocate(ptr, device.index);
+    std::lock_guard<std::mutex> lock(cache.mutex);
     cache.stats.bytes_in_use -= nbytes;
     return;
   }
+  std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.live.find(ptr);
   SG_CHECK(found != cache.live.end(), "cuda allocator: cuda:", device.index, " did not allocate the block it is asked to free");
   BlockInfo block = std::move(found->second);
