@@ -100,7 +100,7 @@ DeviceCache& cache_of(int device) {
 /// Moves the pending blocks whose events have all completed to their free lists. Caller holds
 /// cache.mutex.
 void collect_pending_locked(DeviceCache& cache) {
-  auto done = [&cache](PendingBlock& block) {
+  auto completed = [](const PendingBlock& block) {
     for (cudaEvent_t e : block.events) {
       const cudaError_t status = cudaEventQuery(e);
       if (status == cudaErrorNotReady) {
@@ -109,11 +109,21 @@ void collect_pending_locked(DeviceCache& cache) {
       }
       SG_CUDA_CHECK(status);
     }
-    for (cudaEvent_t e : block.events) cache.idle_events.push_back(e);
-    cache.free_blocks[{block.stream, block.size}].push_back(block.ptr);
     return true;
   };
-  cache.pending.erase(std::remove_if(cache.pending.begin(), cache.pending.end(), done), cache.pending.end());
+  // One block at a time, each moved whole (free list, events back, out of the list), so that a
+  // failed query leaves every block in exactly one place.
+  for (size_t i = 0; i < cache.pending.size();) {
+    if (!completed(cache.pending[i])) {
+      ++i;
+      continue;
+    }
+    PendingBlock block = std::move(cache.pending[i]);
+    cache.pending[i] = std::move(cache.pending.back());
+    cache.pending.pop_back();
+    cache.idle_events.insert(cache.idle_events.end(), block.events.begin(), block.events.end());
+    cache.free_blocks[{block.stream, block.size}].push_back(block.ptr);
+  }
 }
 
 /// Gives every cached block of `device` back to the driver. Caller holds cache.mutex.
@@ -255,7 +265,11 @@ void device_free(Device device, void* ptr, size_t nbytes) {
   }
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto found = cache.live.find(ptr);
-  SG_CHECK(found != cache.live.end(), "cuda allocator: cuda:", device.index, " did not allocate the block it is asked to free");
+  if (found == cache.live.end()) {  // not ours (an internal error): left alone rather than reused
+    std::fprintf(stderr, "structgrad: cuda allocator: cuda:%d did not allocate the block %p it is asked to free\n",
+                 device.index, ptr);
+    return;
+  }
   BlockInfo block = std::move(found->second);
   cache.live.erase(found);
   cache.stats.bytes_in_use -= block.size;
@@ -265,20 +279,35 @@ void device_free(Device device, void* ptr, size_t nbytes) {
     cache.free_blocks[{block.stream, block.size}].push_back(ptr);
     return;
   }
+  // An event on each stream that uses the block; the block waits in `pending` until all complete.
+  // This runs in Storage's destructor, so it never throws: where an event cannot be recorded (a
+  // stream destroyed since), the device is synchronised instead and the block is free at once.
   DeviceGuard guard(device.index);
   PendingBlock pending{ptr, block.size, block.stream, {}};
+  bool recorded = true;
   for (cudaStream_t use : block.uses) {
     cudaEvent_t e = nullptr;
     if (!cache.idle_events.empty()) {
       e = cache.idle_events.back();
       cache.idle_events.pop_back();
-    } else {
-      SG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    } else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+      recorded = false;
+      break;
     }
-    SG_CUDA_CHECK(cudaEventRecord(e, use));
     pending.events.push_back(e);
+    if (cudaEventRecord(e, use) != cudaSuccess) {
+      recorded = false;
+      break;
+    }
   }
-  cache.pending.push_back(std::move(pending));
+  if (recorded) {
+    cache.pending.push_back(std::move(pending));
+    return;
+  }
+  (void)cudaGetLastError();
+  (void)cudaDeviceSynchronize();
+  cache.idle_events.insert(cache.idle_events.end(), pending.events.begin(), pending.events.end());
+  cache.free_blocks[{block.stream, block.size}].push_back(ptr);
 }
 
 void record_stream_use(Device device, void* ptr, CUstream_st* use) {
@@ -321,6 +350,8 @@ void use_external_allocator(const ExternalAllocator& allocator) {
 void record_stream(const Tensor& tensor, CUstream_st* stream) {
   SG_CHECK(tensor.defined(), "cuda::record_stream: the tensor is undefined");
   SG_CHECK(tensor.device().is_cuda(), "cuda::record_stream: expected a cuda tensor, got one on ", tensor.device());
+  SG_CHECK(!detail::cuda::uses_external_allocator(), "cuda::record_stream: device memory comes from the external "
+           "allocator, whose own stream rules apply (in PyTorch, Tensor.record_stream)");
   Storage& storage = *tensor.impl().storage;
   storage.used_on_other_streams.store(true);
   detail::record_stream_use(storage.device, storage.data, stream);

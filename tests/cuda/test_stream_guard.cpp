@@ -68,6 +68,7 @@ TEST(StreamGuard, WorksWithStructgradsOwnAllocator) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking), cudaSuccess);
   const sg::Tensor a = sg::randn({300, 300}, sg::kCUDA);
   const sg::Tensor want = sg::matmul(sg::triu(a), sg::triu(a));
+  sg::cuda::synchronize();  // a is read on the user stream below
   sg::Tensor got;
   {
     sg::cuda::StreamGuard guard(user, 0);
@@ -138,6 +139,15 @@ TEST(ExternalAllocator, ProductsRunOnTheGuardedStreamWithItsMemory) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking), cudaSuccess);
   products_on(user);
   ASSERT_EQ(cudaStreamDestroy(user), cudaSuccess);
+}
+
+TEST(ExternalAllocator, RecordStreamIsTheOtherAllocatorsRule) {
+  SKIP_WITHOUT_GPU();
+  sg::cuda::use_external_allocator({&stream_ordered_allocate, &stream_ordered_free});
+  const sg::Tensor t = sg::zeros({4}, sg::kCUDA);
+  EXPECT_EQ(sgtest::message_of([&] { sg::cuda::record_stream(t, nullptr); }),
+            "cuda::record_stream: device memory comes from the external allocator, whose own stream rules apply (in "
+            "PyTorch, Tensor.record_stream)");
 }
 
 TEST(ExternalAllocator, TheNullStreamIsAStreamToo) {

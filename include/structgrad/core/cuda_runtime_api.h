@@ -41,7 +41,8 @@ std::string device_name(int device = 0);
 /// Queues this thread's work on `device` on `stream` (null: the legacy default stream) instead of
 /// the library stream, for the guard's scope, as a binding runs on PyTorch's current stream. Work
 /// under guards on different streams may overlap; memory, plans and cuBLAS workspaces follow the
-/// stream (docs/reliability.md). Example: `sg::cuda::StreamGuard guard(side_stream, 0);`
+/// stream (docs/reliability.md). Synchronise a stream before destroying it: its cached state is
+/// keyed by its handle. Example: `sg::cuda::StreamGuard guard(side_stream, 0);`
 class StreamGuard {
  public:
   StreamGuard(CUstream_st* stream, int device);
@@ -66,7 +67,8 @@ struct ExternalAllocator {
 /// Declares that work queued on `stream` uses `tensor`'s memory, as torch's Tensor.record_stream:
 /// when the memory is freed, it is not handed out again before that work completes. Needed only
 /// where a tensor allocated under one stream is used by work queued on another and freed before
-/// that stream is synchronised. Example: `sg::cuda::record_stream(batch, copy_stream);`
+/// that stream is synchronised; refused under use_external_allocator, whose own rules apply.
+/// Example: `sg::cuda::record_stream(batch, copy_stream);`
 void record_stream(const Tensor& tensor, CUstream_st* stream);
 
 /// Takes every later device allocation of structgrad from `allocator` instead of its own cache, so
