@@ -14,7 +14,6 @@ int main() {
   auto U = sg::UpperTriangular::randn(8);
   sg::save_npy(dir + "/U.npy", U);                            // numpy.load("U.npy") reads it
   auto loaded = sg::as_upper(sg::load_npy(dir + "/U.npy"));   // files keep values, not the structure tag
-  auto as_double = sg::load_npy(dir + "/U.npy", sg::LoadOptions().dtype(sg::kFloat64));
 
   sg::save_npz(dir + "/data.npz", {{"x", sg::randn({4, 8})}, {"U", U}});           // stored, as np.savez
   sg::save_npz(dir + "/small.npz", {{"U", U}}, sg::NpzCompression::Deflated);  // as np.savez_compressed
@@ -25,11 +24,10 @@ int main() {
   sg::optim::Adam opt(model.parameters(), {.lr = 0.01});
   sg::nn::save(model, dir + "/model.npz");                    // model.state_dict() as .npz
   sg::nn::load(model, dir + "/model.npz");                    // names, shapes and dtypes checked
-  sg::optim::save(opt, dir + "/adam.npz");                    // opt.state_dict(); sg::optim::load reads it
   sg::save_checkpoint(dir + "/ckpt.npz", model, opt);         // both in one file
   sg::load_checkpoint(dir + "/ckpt.npz", model, opt);         // training resumes bit-identically
 
   std::filesystem::remove_all(dir);
 
-  SG_CHECK(sg::sum(sg::square(loaded - U)).item() == 0.0 && as_double.dtype() == sg::kFloat64, "round trip");
+  SG_CHECK(sg::sum(sg::square(loaded - U)).item() == 0.0, "round trip");
 }

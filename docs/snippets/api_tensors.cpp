@@ -1,5 +1,5 @@
-// docs/api.md, "Tensors and factories": making, inspecting, converting and copying tensors, and
-// copies to and from Eigen. Built and run by CTest (tests/snippets.cmake); the guide shows the body
+// docs/api.md, "Tensors and factories": making, inspecting, reading and converting tensors,
+// and copies to and from Eigen. Built and run by CTest (tests/snippets.cmake); the guide shows the body
 // of main() before its checks.
 #include <structgrad/structgrad.h>
 
@@ -8,9 +8,7 @@
 int main() {
   sg::manual_seed(42);                                        // same numbers on CPU and CUDA
   auto x = sg::randn({1024, 16});                             // standard normal, float32, cpu
-  auto z = sg::zeros({2, 3}, sg::TensorOptions().dtype(sg::kFloat64));
   auto o = sg::ones({4}, sg::kFloat64);                       // a DType or a Device converts to options
-  auto q = sg::arange(0.0, 1.0, 0.25);                        // 0, 0.25, 0.5, 0.75
   auto m = sg::tensor({{1.0, 2.0}, {3.0, 4.0}});
   auto f = sg::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
   auto w = sg::randn({16, 16}, sg::TensorOptions().requires_grad());  // a parameter
@@ -22,15 +20,11 @@ int main() {
   const float* raw = x.data<float>();                         // typed pointer; throws on a dtype mismatch
 
   auto x64 = x.to(sg::kFloat64);                              // differentiable, like libtorch's .to()
-  auto copy = m.clone();
-  copy.fill_(0.0);                                            // in place, not recorded
-  copy.copy_(m);
-
   Eigen::MatrixXd e = sg::to_eigen<double>(f);                // copies, both ways
   auto from_e = sg::from_eigen(e);                            // float64 [2, 3]
 
   SG_CHECK(x.size(0) == 1024 && x.size(-1) == 16 && x.numel() == 16384 && x.dim() == 2, "shape");
   SG_CHECK(total == 10.0 && values[5] == 6.0 && raw == x.data_ptr() && x64.dtype() == sg::kFloat64, "values");
-  SG_CHECK(z.numel() + o.numel() + q.numel() == 14 && w.requires_grad() && sg::sum(copy).item() == 10.0, "factories");
+  SG_CHECK(o.numel() == 4 && w.requires_grad(), "factories");
   SG_CHECK(e(1, 2) == 6.0 && sg::sum(sg::square(from_e - f)).item() == 0.0, "eigen round trip");
 }
