@@ -16,7 +16,7 @@ struct PotrfFrom {
 };
 
 /// From cuda/linalg_choice.csv.
-constexpr PotrfFrom kCholeskyPotrfFrom{2048, 2048};
+constexpr PotrfFrom kCholeskyPotrfFrom{192, 192};
 
 /// Whether one matrix of order n (float64 when `f64`) is factored by potrf, for the orders of `from`.
 constexpr bool cholesky_uses_potrf(bool f64, int64_t n, PotrfFrom from = kCholeskyPotrfFrom) {
