@@ -187,9 +187,10 @@ struct LowerFromColumnMajorMap {
   }
 };
 
-/// The info code of a potrf factor, as the blocked factor writes it: potrf's order of the first
-/// leading minor that is not positive definite, else 1 + the first diagonal entry of L that is not
-/// positive (a NaN in A, which potrf need not flag), else 0. One block.
+/// The info code of a potrf factor, as the blocked factor writes it: 1 + the first diagonal entry of
+/// L that is not positive (a NaN included), else potrf's own code, else 0. The diagonal comes first:
+/// potrf need not flag a NaN, and where a failing pivot ends one of its diagonal blocks it names
+/// the next order (129 for a pivot of order 128 on the H100).
 template <typename T>
 __global__ void potrf_info_kernel(const int* potrf_info, const T* l, int64_t n, unsigned long long* info) {
   __shared__ unsigned long long first;
@@ -200,7 +201,7 @@ __global__ void potrf_info_kernel(const int* potrf_info, const T* l, int64_t n, 
   __syncthreads();
   if (threadIdx.x == 0) {
     const int minor = *potrf_info;
-    *info = minor > 0 ? static_cast<unsigned long long>(minor) : (first == ~0ull ? 0ull : first + 1);
+    *info = first != ~0ull ? first + 1 : (minor > 0 ? static_cast<unsigned long long>(minor) : 0ull);
   }
 }
 
