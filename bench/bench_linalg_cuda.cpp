@@ -212,23 +212,14 @@ void run_size(Peers& peers, int64_t n, const std::string& dtype_name, int reps, 
   Trtri trtri(peers, n, type, work.data_ptr());
   auto backend_cholesky = [&](int r) { backend.cholesky(spd[r % sets], out, info); };
   {
-    // "cholesky" is our own factor at every order and "cholesky (potrf path)" the library's path
-    // through potrf (cuda/linalg_choice.csv's blocked_ms and potrf_ms); the dispatcher picks one.
-    double ours = 0, diff = 0, through_potrf = 0, potrf_diff = 0;
-    for (const bool on_potrf : {false, true}) {
-      cu::LinalgTuningGuard path([on_potrf](cu::LinalgTuning& t) {
-        t.potrf_from_f32 = t.potrf_from_f64 = on_potrf ? 1 : 0;
-      });
-      copy_into(work, spd[0]);
-      potrf(work.data_ptr());
-      backend_cholesky(0);
-      (on_potrf ? potrf_diff : diff) = rel_diff(out, lower_part(work));
-      (on_potrf ? through_potrf : ours) = median_ms(reps, backend_cholesky);
-    }
+    copy_into(work, spd[0]);
+    potrf(work.data_ptr());
+    backend_cholesky(0);
+    const double diff = rel_diff(out, lower_part(work));
+    const double ours = median_ms(reps, backend_cholesky);
     const double peer =
         median_ms(reps, [&](int) { potrf(work.data_ptr()); }, [&](int r) { copy_into(work, spd[r % sets]); });
     report("backend", "cholesky", n, name, ours, -1, "cusolver potrf", peer, diff);
-    report("backend", "cholesky (potrf path)", n, name, through_potrf, -1, "cusolver potrf", peer, potrf_diff);
     Potrf potrf_lower(peers, n, type, work.data_ptr(), CUBLAS_FILL_MODE_LOWER);
     copy_into(work, spd[0]);
     potrf_lower(work.data_ptr());

@@ -2,14 +2,10 @@
 // Context::product (cuda/linalg_common.cuh), the diagonal blocks factored by the kernel below.
 //  * cholesky_block_kernel factors one diagonal block and inverts its factor in one CTA: the leaves
 //    of the recursive Cholesky.
-// One matrix of an order where cuSOLVER's potrf is measured faster goes to potrf instead
-// (cuda/linalg_choice.h).
 #include <atomic>
-#include <climits>
 #include <cstdint>
 
 #include <structgrad/core/storage.h>
-#include "cuda/cusolver.h"
 #include "cuda/kernel_util.cuh"
 #include "cuda/linalg_batched.cuh"
 #include "cuda/linalg_common.cuh"
@@ -163,85 +159,6 @@ struct CopyLowerMap {
   }
 };
 
-/// work = Aᵀ on and above the diagonal (from A's lower triangle): potrf's column-major lower input.
-template <typename T>
-struct TransposeLowerMap {
-  const T* a;
-  T* work;
-  int64_t n;
-  __device__ void operator()(int64_t e) const {
-    const int64_t r = e / n, c = e - r * n;
-    if (c >= r) work[e] = a[c * n + r];
-  }
-};
-
-/// out = the transpose of potrf's column-major lower factor: L row-major, exact zeros above it.
-template <typename T>
-struct LowerFromColumnMajorMap {
-  const T* work;
-  T* out;
-  int64_t n;
-  __device__ void operator()(int64_t e) const {
-    const int64_t i = e / n, j = e - i * n;
-    out[e] = j <= i ? work[j * n + i] : T(0);
-  }
-};
-
-/// The info code of a potrf factor, as the blocked factor writes it: 1 + the first diagonal entry of
-/// L that is not positive (a NaN included), else potrf's own code, else 0. The diagonal comes first:
-/// potrf need not flag a NaN, and where a failing pivot ends one of its diagonal blocks it names
-/// the next order (129 for a pivot of order 128 on the H100).
-template <typename T>
-__global__ void potrf_info_kernel(const int* potrf_info, const T* l, int64_t n, unsigned long long* info) {
-  __shared__ unsigned long long first;
-  if (threadIdx.x == 0) first = ~0ull;
-  __syncthreads();
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    if (!(l[i * n + i] > T(0))) atomicMin(&first, static_cast<unsigned long long>(i));
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const int minor = *potrf_info;
-    *info = first != ~0ull ? first + 1 : (minor > 0 ? static_cast<unsigned long long>(minor) : 0ull);
-  }
-}
-
-cusolverStatus_t potrf_buffer_size(cusolverDnHandle_t h, int n, float* a, int* lwork) {
-  return cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, a, n, lwork);
-}
-cusolverStatus_t potrf_buffer_size(cusolverDnHandle_t h, int n, double* a, int* lwork) {
-  return cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, a, n, lwork);
-}
-cusolverStatus_t potrf(cusolverDnHandle_t h, int n, float* a, float* work, int lwork, int* info) {
-  return cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, n, a, n, work, lwork, info);
-}
-cusolverStatus_t potrf(cusolverDnHandle_t h, int n, double* a, double* work, int lwork, int* info) {
-  return cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, n, a, n, work, lwork, info);
-}
-
-/// L of A (n × n, row-major) by cuSOLVER's potrf into `out`, and its info code. potrf factors in
-/// the column-major lower triangle, its fast path (the upper one runs at about half its speed on
-/// the H100): Aᵀ goes into a working copy read column-major, and its factor comes back transposed.
-template <typename T>
-void potrf_cholesky(const T* a, T* out, int64_t n, unsigned long long* info, int device) {
-  SG_CHECK(n <= INT32_MAX / 2, "cuda cholesky: order ", n, " is beyond cuSOLVER's 32-bit potrf");
-  const cudaStream_t s = stream(device);
-  const cusolverDnHandle_t h = cusolver_handle(device);
-  const Device here(DeviceType::CUDA, device);
-  Storage work(static_cast<size_t>(n * n) * sizeof(T), here);
-  T* w = static_cast<T*>(work.data);
-  launch_for_each("cholesky", device, n * n, TransposeLowerMap<T>{a, w, n});
-  int lwork = 0;
-  SG_CUSOLVER_CHECK(potrf_buffer_size(h, static_cast<int>(n), w, &lwork));
-  // potrf's workspace and its int code in one block from the caching allocator.
-  const size_t work_bytes = (static_cast<size_t>(lwork) * sizeof(T) + 15) / 16 * 16;
-  Storage scratch(work_bytes + sizeof(int), here);
-  int* code = reinterpret_cast<int*>(static_cast<char*>(scratch.data) + work_bytes);
-  SG_CUSOLVER_CHECK(potrf(h, static_cast<int>(n), w, static_cast<T*>(scratch.data), lwork, code));
-  launch_for_each("cholesky", device, n * n, LowerFromColumnMajorMap<T>{w, out, n});
-  potrf_info_kernel<T><<<1, 256, 0, s>>>(code, out, n, info);
-  SG_CUDA_CHECK_LAUNCH("potrf_info_kernel");
-}
-
 /// The recursive Cholesky: A's lower triangle in `work` (the trailing updates go there), L into `out`,
 /// and the inverses of the factor's diagonal blocks carried along in w. For [lo, hi) split at mid:
 ///   L11 = chol(A11) (and W11 = L11⁻¹), L21 = A21·W11ᵀ, A22 −= L21·L21ᵀ, L22 = chol(A22),
@@ -379,11 +296,6 @@ void CudaBackend::cholesky_one(const Tensor& a, Tensor& out, unsigned long long*
     using T = decltype(tag);
     const Context cx{*this, a.dtype(), sizeof(T), device_, options};
     const Device here(DeviceType::CUDA, device_);
-    const PotrfFrom potrf_from{options.potrf_from_f32, options.potrf_from_f64};
-    if (cholesky_uses_potrf(sizeof(T) == 8, n, potrf_from)) {  // the measured floor
-      potrf_cholesky<T>(data_of<T>(a), data_of<T>(out), n, info_word, device_);
-      return;
-    }
     if (n <= kLeaf) {  // one leaf, straight from A
       Storage w(static_cast<size_t>(n * n) * sizeof(T), here);
       const BlockedCholesky leaf{cx, a.data_ptr(), out.data_ptr(), w.data, nullptr, n, kLeaf, info_word, false};

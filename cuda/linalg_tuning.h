@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "cuda/linalg_choice.h"
 #include "cuda/tuning_state.h"
 
 namespace sg::detail::cuda {
@@ -36,10 +35,6 @@ struct LinalgTuning {
   /// The blocked solve's leaves (a diagonal block's inverse times kLeaf rows of the right-hand
   /// sides) go to the GEMM as Dense in float32 too: cuBLAS spreads such thin products over more SMs.
   bool dense_solve_leaves = true;
-  /// One matrix of at least this order is factored by cuSOLVER's potrf instead of our blocked
-  /// Cholesky (0: never): the measured floor of cuda/linalg_choice.h.
-  int64_t potrf_from_f32 = kCholeskyPotrfFrom.f32;
-  int64_t potrf_from_f64 = kCholeskyPotrfFrom.f64;
 };
 
 /// The switches solves and factorizations read now.

@@ -16,7 +16,6 @@
 #include <structgrad/core/error.h>
 #include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
-#include "cuda/cusolver.h"
 #include "ops/output_pool.h"
 
 namespace sg::detail::cuda {
@@ -172,68 +171,6 @@ cublasHandle_t cublas_handle(int device) {
   const cublasHandle_t handle = entry.handle;
   handles.by_device.emplace(device, std::move(entry));
   return handle;
-}
-
-namespace {
-
-/// cuSOLVER handles as the cuBLAS ones: per thread and device, bound to the current stream, handed
-/// to the next thread when one ends, never destroyed.
-struct CusolverEntry {
-  cusolverDnHandle_t handle = nullptr;
-  cudaStream_t bound = nullptr;
-};
-
-struct CusolverPool {
-  std::mutex mutex;
-  std::array<std::vector<cusolverDnHandle_t>, kMaxDevices> idle;
-};
-
-CusolverPool& cusolver_pool() {
-  static auto* pool = new CusolverPool();
-  return *pool;
-}
-
-struct ThreadCusolverHandles {
-  std::unordered_map<int, CusolverEntry> by_device;
-
-  ~ThreadCusolverHandles() {
-    CusolverPool& pool = cusolver_pool();
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    for (auto& [device, entry] : by_device) pool.idle[static_cast<size_t>(device)].push_back(entry.handle);
-  }
-};
-
-}  // namespace
-
-cusolverDnHandle_t cusolver_handle(int device) {
-  check_device(device);
-  thread_local ThreadCusolverHandles handles;
-  const cudaStream_t s = stream(device);
-  auto found = handles.by_device.find(device);
-  if (found == handles.by_device.end()) {
-    CusolverEntry entry;
-    {
-      CusolverPool& pool = cusolver_pool();
-      std::lock_guard<std::mutex> lock(pool.mutex);
-      auto& idle = pool.idle[static_cast<size_t>(device)];
-      if (!idle.empty()) {
-        entry.handle = idle.back();
-        idle.pop_back();
-      }
-    }
-    if (entry.handle == nullptr) {
-      DeviceGuard guard(device);
-      SG_CUSOLVER_CHECK(cusolverDnCreate(&entry.handle));
-    }
-    SG_CUSOLVER_CHECK(cusolverDnSetStream(entry.handle, s));
-    entry.bound = s;
-    return handles.by_device.emplace(device, entry).first->second.handle;
-  }
-  if (found->second.bound != s) {
-    SG_CUSOLVER_CHECK(cusolverDnSetStream(found->second.handle, s));
-    found->second.bound = s;
-  }
-  return found->second.handle;
 }
 
 namespace {

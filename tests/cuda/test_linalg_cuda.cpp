@@ -135,8 +135,7 @@ const std::vector<std::pair<std::string, std::function<void(cu::LinalgTuning&)>>
   return all;
 }
 
-/// settings() and the Cholesky's other order of leaves (64 or 128, whichever is not the default), all
-/// on our blocked factor at every order; and cuSOLVER's potrf at every order.
+/// settings() and the Cholesky's other order of leaves (64 or 128, whichever is not the default).
 const std::vector<std::pair<std::string, std::function<void(cu::LinalgTuning&)>>>& cholesky_settings() {
   static const auto all = [] {
     auto list = settings();
@@ -144,12 +143,6 @@ const std::vector<std::pair<std::string, std::function<void(cu::LinalgTuning&)>>
       o.cholesky_leaf_f32 = 192 - o.cholesky_leaf_f32;
       o.cholesky_leaf_f64 = 192 - o.cholesky_leaf_f64;
     });
-    for (auto& entry : list)
-      entry.second = [edit = entry.second](cu::LinalgTuning& o) {
-        edit(o);
-        o.potrf_from_f32 = o.potrf_from_f64 = 0;
-      };
-    list.emplace_back(" (cuSOLVER potrf)", [](cu::LinalgTuning& o) { o.potrf_from_f32 = o.potrf_from_f64 = 1; });
     return list;
   }();
   return all;
@@ -244,14 +237,12 @@ TEST_P(LinalgCuda, CholeskyMatchesCpu) {
         sg::Tensor b_ref = sg::from_vector(bv, {n, n}, on(sg::kCPU, sg::kFloat64));
         cpu.cholesky(b_ref, l_ref, info_ref);
         const sg::Tensor b = sg::from_vector(bv, {n, n}, on(kCuda0, dtype));
-        for (const int64_t leaf : {int64_t{64}, int64_t{128}, int64_t{0}}) {  // 0: potrf
-          cu::LinalgTuningGuard guard([leaf](cu::LinalgTuning& o) {
-            if (leaf > 0) o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf;
-            o.potrf_from_f32 = o.potrf_from_f64 = leaf > 0 ? 0 : 1;
-          });
+        for (const int64_t leaf : {int64_t{64}, int64_t{128}}) {
+          cu::LinalgTuningGuard guard(
+              [leaf](cu::LinalgTuning& o) { o.cholesky_leaf_f32 = o.cholesky_leaf_f64 = leaf; });
           gpu.cholesky(b, l, info);
-          EXPECT_EQ(info.item(), info_ref.item()) << "n=" << n << " bad pivot " << bad << " at " << p
-                                                  << (leaf > 0 ? " leaf " + std::to_string(leaf) : " potrf");
+          EXPECT_EQ(info.item(), info_ref.item()) << "n=" << n << " bad pivot " << bad << " at " << p << " leaf "
+                                                  << leaf;
         }
       }
     }

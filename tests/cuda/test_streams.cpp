@@ -17,8 +17,6 @@
 
 #ifdef SG_WITH_CUDA
 #include <cuda_runtime.h>
-
-#include "cuda/linalg_tuning.h"
 #endif
 
 namespace {
@@ -52,8 +50,6 @@ class Stream {
  private:
   cudaStream_t s_ = nullptr;
 };
-
-namespace cu = sg::detail::cuda;
 
 sg::TensorOptions on_gpu(sg::DType dtype) { return sg::TensorOptions().dtype(dtype).device(sg::kCUDA); }
 
@@ -228,20 +224,6 @@ TEST_P(TwoStreams, FourThreadsWithTwoStreamsEach) {
         expect_bitwise(last[static_cast<size_t>(t)][static_cast<size_t>(side)][i], ref[i],
                        w[i].name + " in thread " + std::to_string(t) + (side == 0 ? " on stream a" : " on stream b"));
   }
-}
-
-TEST_P(TwoStreams, TheFactorizationsOnCusolverToo) {
-  // Every Cholesky on potrf: its handle follows the stream, its workspace comes from the allocator.
-  cu::LinalgTuningGuard potrf([](cu::LinalgTuning& o) { o.potrf_from_f32 = o.potrf_from_f64 = 1; });
-  const std::vector<Workload> w = workloads(GetParam());
-  const auto ref = references(w);
-  Stream a, b;
-  const auto last = interleave(w, a.get(), b.get(), 2);
-  a.synchronize();
-  b.synchronize();
-  for (size_t i = 0; i < w.size(); ++i)
-    for (int side = 0; side < 2; ++side)
-      expect_bitwise(last[static_cast<size_t>(side)][i], ref[i], w[i].name + (side == 0 ? " on stream a" : " on stream b"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, TwoStreams, testing::Values(sg::kFloat32, sg::kFloat64),
