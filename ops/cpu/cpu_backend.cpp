@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,10 +44,23 @@ void dispatch_any(DType dtype, F&& f) {
   }
 }
 
-/// Runs f(output index, a offset, b offset) over a broadcast's output, row by row of its last
-/// dimension, in parallel when large.
+/// Calls f(std::integral_constant<Op, op>{}) for the runtime `op`, so that each op's loop is
+/// compiled on its own: the switch of apply_unary / apply_binary folds away and the loop
+/// vectorises. An op past `last` (one added to the enum later) gets f(op), the generic loop.
+template <typename Op, Op last, typename F, int... I>
+void dispatch_op(Op op, F&& f, std::integer_sequence<int, I...>) {
+  const bool found = ((static_cast<int>(op) == I ? (f(std::integral_constant<Op, static_cast<Op>(I)>{}), true) : false) || ...);
+  if (!found) f(op);
+}
+template <typename Op, Op last, typename F>
+void dispatch_op(Op op, F&& f) {
+  dispatch_op<Op, last>(op, std::forward<F>(f), std::make_integer_sequence<int, static_cast<int>(last) + 1>{});
+}
+
+/// Runs row(out offset, a offset, b offset, length, a step, b step) over a broadcast's output, one
+/// call per run of its last dimension, in parallel when large.
 template <typename F>
-void for_each_broadcast(const Broadcast& bc, int64_t n, F&& f) {
+void for_each_broadcast_row(const Broadcast& bc, int64_t n, F&& row) {
   if (n == 0) return;
   const int64_t last = bc.dims > 0 ? bc.size[bc.dims - 1] : 1;
   const int64_t a_step = bc.dims > 0 ? bc.a_stride[bc.dims - 1] : 0;
@@ -56,7 +70,24 @@ void for_each_broadcast(const Broadcast& bc, int64_t n, F&& f) {
   for (int64_t r = 0; r < rows; ++r) {
     int64_t ao = 0, bo = 0;
     broadcast_offsets(bc, r * last, ao, bo);
-    for (int64_t c = 0; c < last; ++c) f(r * last + c, ao + c * a_step, bo + c * b_step);
+    row(r * last, ao, bo, last, a_step, b_step);
+  }
+}
+
+/// o[c] = op(a[c·a_step], b[c·b_step]) for c < count, with the steps of a broadcast's last
+/// dimension (1, or 0 for a broadcast operand) as their own loops so that they vectorise.
+template <typename T, typename Op>
+void binary_row(Op op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* o, int64_t count, T alpha) {
+  if (a_step == 1 && b_step == 1) {
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c], b[c], alpha);
+  } else if (a_step == 1 && b_step == 0) {
+    const T bv = *b;
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c], bv, alpha);
+  } else if (a_step == 0 && b_step == 1) {
+    const T av = *a;
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, av, b[c], alpha);
+  } else {
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c * a_step], b[c * b_step], alpha);
   }
 }
 
@@ -99,8 +130,10 @@ class CpuBackend final : public Backend {
       T* o = ptr<T>(out);
       const int64_t n = x.numel();
       const T a = static_cast<T>(alpha);
+      dispatch_op<UnaryOp, UnaryOp::FiniteOrZero>(op, [&](auto op_c) {
 #pragma omp parallel for if (n > kParallelThreshold)
-      for (int64_t i = 0; i < n; ++i) o[i] = apply_unary<T>(op, in[i], a);
+        for (int64_t i = 0; i < n; ++i) o[i] = apply_unary<T>(op_c, in[i], a);
+      });
     });
   }
 
@@ -112,14 +145,18 @@ class CpuBackend final : public Backend {
       const T* pb = ptr<T>(b);
       T* o = ptr<T>(out);
       const T al = static_cast<T>(alpha);
-      if (bc.same) {
-        const int64_t n = out.numel();
+      dispatch_op<BinaryOp, BinaryOp::ClampMaxGrad>(op, [&](auto op_c) {
+        if (bc.same) {
+          const int64_t n = out.numel();
 #pragma omp parallel for if (n > kParallelThreshold)
-        for (int64_t i = 0; i < n; ++i) o[i] = apply_binary<T>(op, pa[i], pb[i], al);
-        return;
-      }
-      for_each_broadcast(bc, out.numel(),
-                         [&](int64_t i, int64_t ao, int64_t bo) { o[i] = apply_binary<T>(op, pa[ao], pb[bo], al); });
+          for (int64_t i = 0; i < n; ++i) o[i] = apply_binary<T>(op_c, pa[i], pb[i], al);
+          return;
+        }
+        for_each_broadcast_row(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo, int64_t count, int64_t a_step,
+                                                    int64_t b_step) {
+          binary_row<T>(op_c, pa + ao, a_step, pb + bo, b_step, o + i, count, al);
+        });
+      });
     });
   }
 
@@ -136,8 +173,10 @@ class CpuBackend final : public Backend {
           for (int64_t i = 0; i < n; ++i) o[i] = apply_compare<In>(op, pa[i], pb[i]) ? Out(1) : Out(0);
           return;
         }
-        for_each_broadcast(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo) {
-          o[i] = apply_compare<In>(op, pa[ao], pb[bo]) ? Out(1) : Out(0);
+        for_each_broadcast_row(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo, int64_t count, int64_t a_step,
+                                                    int64_t b_step) {
+          for (int64_t c = 0; c < count; ++c)
+            o[i + c] = apply_compare<In>(op, pa[ao + c * a_step], pb[bo + c * b_step]) ? Out(1) : Out(0);
         });
       });
     });
