@@ -69,7 +69,12 @@ void for_each_broadcast_row(const Broadcast& bc, int64_t n, F&& row) {
 #pragma omp parallel for if (n > kParallelThreshold)
   for (int64_t r = 0; r < rows; ++r) {
     int64_t ao = 0, bo = 0;
-    broadcast_offsets(bc, r * last, ao, bo);
+    if (bc.dims == 2) {  // a matrix against a row or a column: no division
+      ao = r * bc.a_stride[0];
+      bo = r * bc.b_stride[0];
+    } else {
+      broadcast_offsets(bc, r * last, ao, bo);
+    }
     row(r * last, ao, bo, last, a_step, b_step);
   }
 }
@@ -89,6 +94,21 @@ void binary_row(Op op, const T* a, int64_t a_step, const T* b, int64_t b_step, T
   } else {
     for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c * a_step], b[c * b_step], alpha);
   }
+}
+
+/// Σ x[r] for r < n in double, in kSumLanes interleaved partial sums (lane l adds x[l], x[l + kSumLanes],
+/// ...) combined pairwise at the end: a fixed order, so the result is deterministic, and independent
+/// lanes, so the loop vectorises where one running sum would wait on each add.
+constexpr int64_t kSumLanes = 8;
+template <typename T>
+double sum_contiguous(const T* x, int64_t n) {
+  double lane[kSumLanes] = {};
+  const int64_t whole = n / kSumLanes * kSumLanes;
+  for (int64_t r = 0; r < whole; r += kSumLanes)
+    for (int64_t l = 0; l < kSumLanes; ++l) lane[l] += static_cast<double>(x[r + l]);
+  for (int64_t r = whole; r < n; ++r) lane[r - whole] += static_cast<double>(x[r]);
+  const double quarter[4] = {lane[0] + lane[4], lane[1] + lane[5], lane[2] + lane[6], lane[3] + lane[7]};
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
 }
 
 class CpuBackend final : public Backend {
@@ -187,21 +207,19 @@ class CpuBackend final : public Backend {
       using T = decltype(zero);
       const T* in = ptr<T>(x);
       T* o = ptr<T>(out);
+      if (inner == 1) {
+        for (int64_t q = 0; q < outer; ++q) o[q] = static_cast<T>(sum_contiguous(in + q * reduce, reduce));
+        return;
+      }
+      // Rows of `inner` sums in double, added row after row: one vectorised pass per row.
+      std::vector<double> acc(static_cast<size_t>(inner));
       for (int64_t q = 0; q < outer; ++q) {
-        if (inner == 1) {
-          // Pairwise-friendly blocked sum in double keeps long float32 sums accurate.
-          double acc = 0;
-          const T* row = in + q * reduce;
-          for (int64_t r = 0; r < reduce; ++r) acc += static_cast<double>(row[r]);
-          o[q] = static_cast<T>(acc);
-        } else {
-          std::vector<double> acc(static_cast<size_t>(inner), 0.0);
-          for (int64_t r = 0; r < reduce; ++r) {
-            const T* row = in + (q * reduce + r) * inner;
-            for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(row[i]);
-          }
-          for (int64_t i = 0; i < inner; ++i) o[q * inner + i] = static_cast<T>(acc[i]);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t r = 0; r < reduce; ++r) {
+          const T* row = in + (q * reduce + r) * inner;
+          for (int64_t i = 0; i < inner; ++i) acc[static_cast<size_t>(i)] += static_cast<double>(row[i]);
         }
+        for (int64_t i = 0; i < inner; ++i) o[q * inner + i] = static_cast<T>(acc[static_cast<size_t>(i)]);
       }
     });
   }
