@@ -229,14 +229,20 @@ class BlockedGemm {
     int64_t total_cost = 0;
     for (const Tile& t : tiles) total_cost += t.cost;
     // Small products stay on one thread (kMinParallelMacs says why).
+    // A serial product enters no OpenMP region: libgomp allocates a team even for one whose `if`
+    // is false.
     const bool parallel = num_tiles > 1 && total_cost >= kMinParallelMacs;
-    (void)parallel;  // unused without OpenMP
     int64_t macs = 0;
-#pragma omp parallel if (parallel) reduction(+ : macs)
-    {
+    if (!parallel) {
       Workspace<T> workspace;
-#pragma omp for schedule(dynamic, 1)
       for (int64_t t = 0; t < num_tiles; ++t) macs += compute_tile(tiles[t].region, workspace);
+    } else {
+#pragma omp parallel reduction(+ : macs)
+      {
+        Workspace<T> workspace;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < num_tiles; ++t) macs += compute_tile(tiles[t].region, workspace);
+      }
     }
     last_call_macs.store(macs);
   }
