@@ -398,24 +398,39 @@ class BlockedGemm {
   T alpha_;
 };
 
+/// Tile sizes set through the environment (SG_GEMM_PANEL, SG_GEMM_PANEL_ROWS, SG_GEMM_SQUARE,
+/// SG_GEMM_GRANULE; for tuning runs), read once: 0 where unset.
+struct TilingOverrides {
+  int64_t panel, panel_rows, square, granule;
+};
+
+const TilingOverrides& tiling_overrides() {
+  static const TilingOverrides overrides = [] {
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v ? std::max<int64_t>(std::atoll(v), 0) : int64_t{0};
+    };
+    return TilingOverrides{env("SG_GEMM_PANEL"), env("SG_GEMM_PANEL_ROWS"), env("SG_GEMM_SQUARE"),
+                           env("SG_GEMM_GRANULE")};
+  }();
+  return overrides;
+}
+
 /// Tile sizes for a problem (measured on a 2-core AVX2 machine; docs/structured_gemm.md, "The CPU side").
 BlockedGemmTiling default_tiling(const GemmProblem& p) {
+  const TilingOverrides& o = tiling_overrides();
+  auto pick = [](int64_t override_value, int64_t fallback) { return override_value > 0 ? override_value : fallback; };
   BlockedGemmTiling t;
   const int64_t size = std::max(p.m, p.n);
-  auto env = [](const char* name, int64_t fallback) {
-    const char* v = std::getenv(name);
-    return v ? std::atoll(v) : fallback;
-  };
-  t.panel = env("SG_GEMM_PANEL", std::max<int64_t>(64, size / 8));
+  t.panel = pick(o.panel, std::max<int64_t>(64, size / 8));
   // x[1024, 256]·Uᵀ in two full-height column panels of unequal k-ranges kept one thread on two
   // thirds of the work: 0.52 ms on two threads, 0.37 ms in 256-row blocks (0.41 ms in 128-row
-  // blocks, 0.52 ms in 64-row ones: each block repacks its panel of B).
-  // A product small enough for one thread keeps whole panels: x[1024, 16]·Uᵀ took 12.6 µs in
-  // 256-row blocks (a materialised block of B and an Eigen call each) and 7 µs whole.
+  // blocks, 0.52 ms in 64-row ones: each block repacks its panel of B). A product small enough
+  // for one thread keeps whole panels: one materialised block of B and one Eigen call.
   const bool one_thread = p.m * p.n * p.k < kMinParallelMacs;
-  t.panel_rows = env("SG_GEMM_PANEL_ROWS", one_thread ? p.m : std::max<int64_t>(128, p.m / 4));
-  t.square = env("SG_GEMM_SQUARE", std::max<int64_t>(64, size / 4));
-  t.granule = env("SG_GEMM_GRANULE", 64);
+  t.panel_rows = pick(o.panel_rows, one_thread ? p.m : std::max<int64_t>(128, p.m / 4));
+  t.square = pick(o.square, std::max<int64_t>(64, size / 4));
+  t.granule = pick(o.granule, 64);
   return t;
 }
 
