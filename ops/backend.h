@@ -55,6 +55,7 @@ enum class BinaryOp : uint8_t {
   AbsGrad,        // g · sign(x)
   SoftplusGrad,   // g · sigmoid(x)
   PowGrad,        // g · alpha · x^(alpha−1)
+  SquareGrad,     // g · 2x
   SquaredDiff,    // (a − b)²
   First,          // a (with b's shape broadcast: a broadcasting copy)
   Maximum,        // max(a, b), NaN propagates

@@ -73,6 +73,7 @@ SG_HD T apply_binary(BinaryOp op, T a, T b, T alpha) {
     case BinaryOp::AbsGrad: return b > T(0) ? a : (b < T(0) ? -a : T(0));
     case BinaryOp::SoftplusGrad: return a * sigmoid_of(b);
     case BinaryOp::PowGrad: return a * alpha * pow(b, alpha - T(1));
+    case BinaryOp::SquareGrad: return a * T(2) * b;
     case BinaryOp::SquaredDiff: { const T d = a - b; return d * d; }
     case BinaryOp::First: return a;
     case BinaryOp::Maximum: return a != a ? a : (b != b ? b : (a < b ? b : a));

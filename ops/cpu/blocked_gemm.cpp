@@ -50,10 +50,11 @@ using StridedMap = Eigen::Map<RowMat<T>, 0, Stride>;
 
 std::atomic<int64_t> last_call_macs{0};
 
-/// Tile sizes: row/column panel height, square tile side, and the granule below which a
-/// block crossing a diagonal is materialised instead of split further.
+/// Tile sizes: row panel height and column panel width, the height of the row blocks a column
+/// panel is cut into, square tile side, and the granule below which a block crossing a diagonal
+/// is materialised instead of split further.
 struct BlockedGemmTiling {
-  int64_t panel = 256, square = 256, granule = 64;
+  int64_t panel = 256, panel_rows = 256, square = 256, granule = 64;
 };
 
 /// A rows×cols block of op(X) in row-major memory: `data` holds the block itself
@@ -228,14 +229,20 @@ class BlockedGemm {
     int64_t total_cost = 0;
     for (const Tile& t : tiles) total_cost += t.cost;
     // Small products stay on one thread (kMinParallelMacs says why).
+    // A serial product enters no OpenMP region: libgomp allocates a team even for one whose `if`
+    // is false.
     const bool parallel = num_tiles > 1 && total_cost >= kMinParallelMacs;
-    (void)parallel;  // unused without OpenMP
     int64_t macs = 0;
-#pragma omp parallel if (parallel) reduction(+ : macs)
-    {
+    if (!parallel) {
       Workspace<T> workspace;
-#pragma omp for schedule(dynamic, 1)
       for (int64_t t = 0; t < num_tiles; ++t) macs += compute_tile(tiles[t].region, workspace);
+    } else {
+#pragma omp parallel reduction(+ : macs)
+      {
+        Workspace<T> workspace;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < num_tiles; ++t) macs += compute_tile(tiles[t].region, workspace);
+      }
     }
     last_call_macs.store(macs);
   }
@@ -243,8 +250,9 @@ class BlockedGemm {
  private:
   /// The tiles, heaviest first. When op(B) is Dense its structure does not vary along the
   /// columns, so a tile is a full-width row panel (from the diagonal on under an Upper or
-  /// Symmetric mask); when only op(A) is structured, a full-height column panel; otherwise
-  /// a square (on or above the diagonal under a mask).
+  /// Symmetric mask); when only op(B) is structured, a column panel, cut into row blocks (op(A)
+  /// is Dense: the cut changes no k-range, so no product) so that a tall product has tiles
+  /// enough for the threads; otherwise a square (on or above the diagonal under a mask).
   std::vector<Tile> plan_tiles() const {
     const int64_t m = p_.m, n = p_.n;
     const bool full = p_.mask == Structure::Dense;
@@ -257,8 +265,9 @@ class BlockedGemm {
       const int64_t h = tiling_.panel;
       for (int64_t r0 = 0; r0 < m; r0 += h) add(r0, std::min(r0 + h, m), full ? 0 : r0, n);
     } else if (full && !a_.structured()) {
-      const int64_t w = tiling_.panel;
-      for (int64_t c0 = 0; c0 < n; c0 += w) add(0, m, c0, std::min(c0 + w, n));
+      const int64_t w = tiling_.panel, h = tiling_.panel_rows;
+      for (int64_t c0 = 0; c0 < n; c0 += w)
+        for (int64_t r0 = 0; r0 < m; r0 += h) add(r0, std::min(r0 + h, m), c0, std::min(c0 + w, n));
     } else {
       const int64_t b = tiling_.square;
       for (int64_t r0 = 0; r0 < m; r0 += b)
@@ -271,7 +280,11 @@ class BlockedGemm {
   /// Computes one tile and writes its share of the mask's zeros / mirror; returns the
   /// multiply-adds issued.
   int64_t compute_tile(const Region& t, Workspace<T>& workspace) const {
-    StridedMap<T>(c_ + t.row0 * p_.ldc + t.col0, t.rows(), t.cols(), Stride(p_.ldc)).setZero();
+    // One fill where the tile's rows are contiguous: a row-by-row setZero of x[1024, 16]·Uᵀ's
+    // 64-byte rows took a third of the product.
+    T* c_tile = c_ + t.row0 * p_.ldc + t.col0;
+    if (t.cols() == p_.ldc) std::fill_n(c_tile, t.rows() * t.cols(), T(0));
+    else for (int64_t i = 0; i < t.rows(); ++i) std::fill_n(c_tile + i * p_.ldc, t.cols(), T(0));
     const int64_t macs = accumulate_region(t, 0, p_.k, workspace);
     apply_mask(t);
     return macs;
@@ -385,17 +398,39 @@ class BlockedGemm {
   T alpha_;
 };
 
+/// Tile sizes set through the environment (SG_GEMM_PANEL, SG_GEMM_PANEL_ROWS, SG_GEMM_SQUARE,
+/// SG_GEMM_GRANULE; for tuning runs), read once: 0 where unset.
+struct TilingOverrides {
+  int64_t panel, panel_rows, square, granule;
+};
+
+const TilingOverrides& tiling_overrides() {
+  static const TilingOverrides overrides = [] {
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v ? std::max<int64_t>(std::atoll(v), 0) : int64_t{0};
+    };
+    return TilingOverrides{env("SG_GEMM_PANEL"), env("SG_GEMM_PANEL_ROWS"), env("SG_GEMM_SQUARE"),
+                           env("SG_GEMM_GRANULE")};
+  }();
+  return overrides;
+}
+
 /// Tile sizes for a problem (measured on a 2-core AVX2 machine; docs/structured_gemm.md, "The CPU side").
 BlockedGemmTiling default_tiling(const GemmProblem& p) {
+  const TilingOverrides& o = tiling_overrides();
+  auto pick = [](int64_t override_value, int64_t fallback) { return override_value > 0 ? override_value : fallback; };
   BlockedGemmTiling t;
   const int64_t size = std::max(p.m, p.n);
-  auto env = [](const char* name, int64_t fallback) {
-    const char* v = std::getenv(name);
-    return v ? std::atoll(v) : fallback;
-  };
-  t.panel = env("SG_GEMM_PANEL", std::max<int64_t>(64, size / 8));
-  t.square = env("SG_GEMM_SQUARE", std::max<int64_t>(64, size / 4));
-  t.granule = env("SG_GEMM_GRANULE", 64);
+  t.panel = pick(o.panel, std::max<int64_t>(64, size / 8));
+  // x[1024, 256]·Uᵀ in two full-height column panels of unequal k-ranges kept one thread on two
+  // thirds of the work: 0.52 ms on two threads, 0.37 ms in 256-row blocks (0.41 ms in 128-row
+  // blocks, 0.52 ms in 64-row ones: each block repacks its panel of B). A product small enough
+  // for one thread keeps whole panels: one materialised block of B and one Eigen call.
+  const bool one_thread = p.m * p.n * p.k < kMinParallelMacs;
+  t.panel_rows = pick(o.panel_rows, one_thread ? p.m : std::max<int64_t>(128, p.m / 4));
+  t.square = pick(o.square, std::max<int64_t>(64, size / 4));
+  t.granule = pick(o.granule, 64);
   return t;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,20 @@ constexpr int64_t kParallelThreshold = 1 << 17;
 template <typename T>
 T* ptr(const Tensor& t) { return static_cast<T*>(t.data_ptr()); }
 
+/// body(i) for i < n, on the OpenMP threads when `parallel`. A loop that stays on one thread
+/// enters no OpenMP construct: libgomp allocates and frees a team even for a parallel region whose
+/// `if` is false, and those allocations (each consolidating malloc's free lists) took a tenth of a
+/// d = 16 training step of bench_train_step.
+template <typename F>
+void parallel_for(int64_t n, bool parallel, F&& body) {
+  if (parallel) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+
 /// Calls f(T{}) with T = float or double; the floating-point kernels take no int64.
 template <typename F>
 void dispatch_dtype(DType dtype, F&& f) {
@@ -43,21 +58,72 @@ void dispatch_any(DType dtype, F&& f) {
   }
 }
 
-/// Runs f(output index, a offset, b offset) over a broadcast's output, row by row of its last
-/// dimension, in parallel when large.
+/// Calls f(std::integral_constant<Op, op>{}) for the runtime `op`, so that each op's loop is
+/// compiled on its own: the switch of apply_unary / apply_binary folds away and the loop
+/// vectorises. An op past `last` (one added to the enum later) gets f(op), the generic loop.
+template <typename Op, Op last, typename F, int... I>
+void dispatch_op(Op op, F&& f, std::integer_sequence<int, I...>) {
+  const bool found = ((static_cast<int>(op) == I ? (f(std::integral_constant<Op, static_cast<Op>(I)>{}), true) : false) || ...);
+  if (!found) f(op);
+}
+template <typename Op, Op last, typename F>
+void dispatch_op(Op op, F&& f) {
+  dispatch_op<Op, last>(op, std::forward<F>(f), std::make_integer_sequence<int, static_cast<int>(last) + 1>{});
+}
+
+/// Runs row(out offset, a offset, b offset, length, a step, b step) over a broadcast's output, one
+/// call per run of its last dimension, in parallel when large.
 template <typename F>
-void for_each_broadcast(const Broadcast& bc, int64_t n, F&& f) {
+void for_each_broadcast_row(const Broadcast& bc, int64_t n, F&& row) {
   if (n == 0) return;
   const int64_t last = bc.dims > 0 ? bc.size[bc.dims - 1] : 1;
   const int64_t a_step = bc.dims > 0 ? bc.a_stride[bc.dims - 1] : 0;
   const int64_t b_step = bc.dims > 0 ? bc.b_stride[bc.dims - 1] : 0;
-  const int64_t rows = n / last;
-#pragma omp parallel for if (n > kParallelThreshold)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(n / last, n > kParallelThreshold, [&](int64_t r) {
     int64_t ao = 0, bo = 0;
-    broadcast_offsets(bc, r * last, ao, bo);
-    for (int64_t c = 0; c < last; ++c) f(r * last + c, ao + c * a_step, bo + c * b_step);
+    if (bc.dims == 2) {  // a matrix against a row or a column: no division
+      ao = r * bc.a_stride[0];
+      bo = r * bc.b_stride[0];
+    } else {
+      broadcast_offsets(bc, r * last, ao, bo);
+    }
+    row(r * last, ao, bo, last, a_step, b_step);
+  });
+}
+
+/// o[c] = op(a[c·a_step], b[c·b_step]) for c < count, with the steps of a broadcast's last
+/// dimension (1, or 0 for a broadcast operand) as their own loops so that they vectorise.
+template <typename T, typename Op>
+void binary_row(Op op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* o, int64_t count, T alpha) {
+  if (a_step == 1 && b_step == 1) {
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c], b[c], alpha);
+  } else if (a_step == 1 && b_step == 0) {
+    const T bv = *b;
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c], bv, alpha);
+  } else if (a_step == 0 && b_step == 1) {
+    const T av = *a;
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, av, b[c], alpha);
+  } else if (a_step == 0 && b_step == 0) {  // one value along the row (expand's broadcast copy)
+    std::fill_n(o, count, apply_binary<T>(op, *a, *b, alpha));
+  } else {
+    for (int64_t c = 0; c < count; ++c) o[c] = apply_binary<T>(op, a[c * a_step], b[c * b_step], alpha);
   }
+}
+
+/// Σ x[r] for r < n in double: eight interleaved partial sums (lane l adds x[l], x[l + 8], ...)
+/// combined pairwise, then the n mod 8 last elements in order. A fixed order, so the result is
+/// deterministic, and independent lanes, so the loop vectorises where one running sum would wait
+/// on each add.
+template <typename T>
+double sum_contiguous(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 8;
+  double lane[kLanes] = {};
+  const int64_t whole = n / kLanes * kLanes;
+  for (int64_t r = 0; r < whole; r += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] += static_cast<double>(x[r + l]);
+  double total = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  for (int64_t r = whole; r < n; ++r) total += static_cast<double>(x[r]);
+  return total;
 }
 
 class CpuBackend final : public Backend {
@@ -99,8 +165,9 @@ class CpuBackend final : public Backend {
       T* o = ptr<T>(out);
       const int64_t n = x.numel();
       const T a = static_cast<T>(alpha);
-#pragma omp parallel for if (n > kParallelThreshold)
-      for (int64_t i = 0; i < n; ++i) o[i] = apply_unary<T>(op, in[i], a);
+      dispatch_op<UnaryOp, UnaryOp::FiniteOrZero>(op, [&](auto op_c) {
+        parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = apply_unary<T>(op_c, in[i], a); });
+      });
     });
   }
 
@@ -112,14 +179,17 @@ class CpuBackend final : public Backend {
       const T* pb = ptr<T>(b);
       T* o = ptr<T>(out);
       const T al = static_cast<T>(alpha);
-      if (bc.same) {
-        const int64_t n = out.numel();
-#pragma omp parallel for if (n > kParallelThreshold)
-        for (int64_t i = 0; i < n; ++i) o[i] = apply_binary<T>(op, pa[i], pb[i], al);
-        return;
-      }
-      for_each_broadcast(bc, out.numel(),
-                         [&](int64_t i, int64_t ao, int64_t bo) { o[i] = apply_binary<T>(op, pa[ao], pb[bo], al); });
+      dispatch_op<BinaryOp, BinaryOp::ClampMaxGrad>(op, [&](auto op_c) {
+        if (bc.same) {
+          const int64_t n = out.numel();
+          parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = apply_binary<T>(op_c, pa[i], pb[i], al); });
+          return;
+        }
+        for_each_broadcast_row(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo, int64_t count, int64_t a_step,
+                                                    int64_t b_step) {
+          binary_row<T>(op_c, pa + ao, a_step, pb + bo, b_step, o + i, count, al);
+        });
+      });
     });
   }
 
@@ -136,8 +206,10 @@ class CpuBackend final : public Backend {
           for (int64_t i = 0; i < n; ++i) o[i] = apply_compare<In>(op, pa[i], pb[i]) ? Out(1) : Out(0);
           return;
         }
-        for_each_broadcast(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo) {
-          o[i] = apply_compare<In>(op, pa[ao], pb[bo]) ? Out(1) : Out(0);
+        for_each_broadcast_row(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo, int64_t count, int64_t a_step,
+                                                    int64_t b_step) {
+          for (int64_t c = 0; c < count; ++c)
+            o[i + c] = apply_compare<In>(op, pa[ao + c * a_step], pb[bo + c * b_step]) ? Out(1) : Out(0);
         });
       });
     });
@@ -148,21 +220,19 @@ class CpuBackend final : public Backend {
       using T = decltype(zero);
       const T* in = ptr<T>(x);
       T* o = ptr<T>(out);
+      if (inner == 1) {
+        for (int64_t q = 0; q < outer; ++q) o[q] = static_cast<T>(sum_contiguous(in + q * reduce, reduce));
+        return;
+      }
+      // Rows of `inner` sums in double, added row after row: one vectorised pass per row.
+      std::vector<double> acc(static_cast<size_t>(inner));
       for (int64_t q = 0; q < outer; ++q) {
-        if (inner == 1) {
-          // Pairwise-friendly blocked sum in double keeps long float32 sums accurate.
-          double acc = 0;
-          const T* row = in + q * reduce;
-          for (int64_t r = 0; r < reduce; ++r) acc += static_cast<double>(row[r]);
-          o[q] = static_cast<T>(acc);
-        } else {
-          std::vector<double> acc(static_cast<size_t>(inner), 0.0);
-          for (int64_t r = 0; r < reduce; ++r) {
-            const T* row = in + (q * reduce + r) * inner;
-            for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(row[i]);
-          }
-          for (int64_t i = 0; i < inner; ++i) o[q * inner + i] = static_cast<T>(acc[i]);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t r = 0; r < reduce; ++r) {
+          const T* row = in + (q * reduce + r) * inner;
+          for (int64_t i = 0; i < inner; ++i) acc[static_cast<size_t>(i)] += static_cast<double>(row[i]);
         }
+        for (int64_t i = 0; i < inner; ++i) o[q * inner + i] = static_cast<T>(acc[static_cast<size_t>(i)]);
       }
     });
   }
@@ -193,12 +263,11 @@ class CpuBackend final : public Backend {
       T* o = ptr<T>(out);
       const int64_t* index = m.index ? ptr<int64_t>(*m.index) : nullptr;
       const int64_t n = m.outer * m.count * m.inner;
-#pragma omp parallel for if (n > kParallelThreshold)
-      for (int64_t t = 0; t < n; ++t) {
+      parallel_for(n, n > kParallelThreshold, [&](int64_t t) {
         const int64_t i = t % m.inner, rest = t / m.inner;
         const int64_t j = rest % m.count, q = rest / m.count;
         o[t] = in[(q * m.extent + index_position(m, index, q, j, i)) * m.inner + i];
-      }
+      });
     });
   }
 
@@ -314,11 +383,10 @@ class CpuBackend final : public Backend {
       using T = decltype(zero);
       T* o = ptr<T>(out);
       const int64_t n = out.numel();
-#pragma omp parallel for if (n > kParallelThreshold)
-      for (int64_t i = 0; i < n; ++i) {
+      parallel_for(n, n > kParallelThreshold, [&](int64_t i) {
         const uint64_t counter = offset + static_cast<uint64_t>(i);
         o[i] = static_cast<T>(kind == RandomKind::Uniform ? random_uniform(seed, counter) : random_normal(seed, counter));
-      }
+      });
     });
   }
 

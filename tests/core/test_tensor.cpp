@@ -1,5 +1,5 @@
 // Tensor basics: factories, dtype/device moves, item/to_vector, printing, seeded random
-// numbers (the same on CPU and CUDA), and the caching allocator in a training loop.
+// numbers (the same on CPU and CUDA), and the caching allocators (CUDA's, the host's block cache).
 #include "test_util.h"
 
 #include <sstream>
@@ -151,6 +151,31 @@ TEST(CudaAllocator, TrainingLoopDoesNoCudaMallocAfterFirstStep) {
   EXPECT_EQ(after_many.bytes_in_use, after_first.bytes_in_use);
   EXPECT_EQ(sg::autograd::tape_size(), tape_after_first);
   EXPECT_GT(after_many.num_allocations, after_first.num_allocations);
+}
+
+TEST(Tensor, HostBlockCacheReusesFreedBlocksAndCountsLiveBytesOnly) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the host cache is off under AddressSanitizer";
+#endif
+  const auto before = sg::host_memory_stats();
+  void* first = nullptr;
+  {
+    sg::Tensor t = sg::zeros({1000, 37});  // an odd size, unlikely to sit in the cache already
+    first = t.data_ptr();
+    const auto live = sg::host_memory_stats();
+    EXPECT_EQ(live.bytes_in_use, before.bytes_in_use + 1000 * 37 * 4);
+  }
+  const auto freed = sg::host_memory_stats();
+  EXPECT_EQ(freed.bytes_in_use, before.bytes_in_use);
+  EXPECT_GE(freed.bytes_cached, size_t{1000 * 37 * 4});
+  sg::Tensor again = sg::ones({1000, 37});  // the same size: the freed block, written afresh
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(sg::host_memory_stats().num_cache_hits, freed.num_cache_hits + 1);
+  EXPECT_EQ(again.to_vector(), std::vector<double>(1000 * 37, 1.0));
+  // A block above the cache's largest is freed, not kept.
+  const size_t cached = sg::host_memory_stats().bytes_cached;
+  { sg::Tensor big = sg::zeros({int64_t{33} << 18}, sg::TensorOptions().dtype(sg::kFloat64)); }
+  EXPECT_EQ(sg::host_memory_stats().bytes_cached, cached);
 }
 
 }  // namespace

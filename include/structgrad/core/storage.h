@@ -1,5 +1,6 @@
 // Storage: one contiguous allocation on one device, shared by the tensors that view it.
-// Host memory comes from an aligned malloc; device memory from the CUDA caching allocator.
+// Host memory comes from an aligned malloc through a bounded cache of freed blocks; device memory
+// from the CUDA caching allocator.
 #pragma once
 
 #include <atomic>
@@ -55,7 +56,8 @@ struct AllocatorStats {
   uint64_t num_cache_hits = 0;      ///< requests served from a free list
 };
 
-/// Counters of host (CPU) tensor memory: bytes held by live storages and allocations made.
+/// Counters of host (CPU) tensor memory: bytes held by live storages, allocations made, and the
+/// freed blocks kept for reuse (bytes_cached, num_cache_hits; at most 256 MiB, blocks up to 32 MiB).
 /// Example: `auto before = sg::host_memory_stats().bytes_in_use;`
 AllocatorStats host_memory_stats();
 
