@@ -97,4 +97,14 @@ inline double train_nll(sg::nn::Module& net, const std::function<sg::Tensor(cons
   return nll(test_x, test_y).item();
 }
 
+/// train_nll for a model with a `net` module and an `nll(x, y)` method, on data sets with `x` and
+/// `y`. Example: `double held_out = examples::train_model_nll(model, train_set, test_set, args, "full");`
+template <class Model, class Data>
+double train_model_nll(const Model& model, const Data& train_set, const Data& test_set, const Args& args,
+                       const char* name) {
+  return train_nll(
+      *model.net, [&](const sg::Tensor& x, const sg::Tensor& y) { return model.nll(x, y); }, train_set.x, train_set.y,
+      test_set.x, test_set.y, args, name);
+}
+
 }  // namespace examples

@@ -74,14 +74,6 @@ struct Model {
   }
 };
 
-/// Trains `model` by examples::train_nll and returns its held-out NLL.
-double train(const Model& model, const Data& train_set, const Data& test_set, const examples::Args& args,
-             const char* name) {
-  return examples::train_nll(
-      *model.net, [&](const sg::Tensor& x, const sg::Tensor& y) { return model.nll(x, y); }, train_set.x, train_set.y,
-      test_set.x, test_set.y, args, name);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,8 +88,8 @@ int main(int argc, char** argv) {
   std::printf("heteroscedastic_regression: %lld samples, d = %lld, device=%s\n", (long long)samples,
               (long long)kDim, device.str().c_str());
 
-  const double full = train(Model(true, hidden, opts), train_set, test_set, args, "full");
-  const double diagonal = train(Model(false, hidden, opts), train_set, test_set, args, "diagonal");
+  const double full = examples::train_model_nll(Model(true, hidden, opts), train_set, test_set, args, "full");
+  const double diagonal = examples::train_model_nll(Model(false, hidden, opts), train_set, test_set, args, "diagonal");
   std::printf("held-out NLL: full covariance %.4f, diagonal covariance %.4f (gain %.4f nats, threshold %.2f)\n",
               full, diagonal, diagonal - full, min_gain);
   return diagonal - full >= min_gain ? 0 : 1;

@@ -65,14 +65,6 @@ struct Model {
   sg::Tensor nll(const sg::Tensor& x, const sg::Tensor& y) const { return -mixture(x).log_prob(y).mean(); }
 };
 
-/// Trains `model` by examples::train_nll and returns its held-out NLL.
-double train(const Model& model, const Data& train_set, const Data& test_set, const examples::Args& args,
-             const char* name) {
-  return examples::train_nll(
-      *model.net, [&](const sg::Tensor& x, const sg::Tensor& y) { return model.nll(x, y); }, train_set.x, train_set.y,
-      test_set.x, test_set.y, args, name);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,8 +79,8 @@ int main(int argc, char** argv) {
   const Data train_set = make_data(samples, opts), test_set = make_data(samples / 4, opts);
   std::printf("mixture_density_network: %lld samples, %lld components, device=%s\n", (long long)samples,
               (long long)k, device.str().c_str());
-  const double mixture = train(Model(k, hidden, opts), train_set, test_set, args, "mdn");
-  const double single = train(Model(1, hidden, opts), train_set, test_set, args, "single");
+  const double mixture = examples::train_model_nll(Model(k, hidden, opts), train_set, test_set, args, "mdn");
+  const double single = examples::train_model_nll(Model(1, hidden, opts), train_set, test_set, args, "single");
   std::printf("held-out NLL: %lld components %.4f, one component %.4f (gain %.4f nats, threshold %.2f)\n",
               (long long)k, mixture, single, single - mixture, min_gain);
   return single - mixture >= min_gain ? 0 : 1;

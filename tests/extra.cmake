@@ -2,36 +2,29 @@
 # misses its stated threshold. And a consumer project built against a moved copy of the
 # installed package.
 if(SG_BUILD_EXAMPLES)
+  # An example's test on the CPU and its twin with --device cuda (exit code 77, skipped: no device).
+  function(sg_example_tests name)
+    add_test(NAME example_${name} COMMAND ${name} ${ARGN})
+    add_test(NAME example_${name}_cuda COMMAND ${name} --device cuda ${ARGN})
+    set_tests_properties(example_${name}_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  endfunction()
   add_test(NAME example_gaussian_precision
     COMMAND gaussian_precision --n 16 --samples 20000 --steps 200 --max-error 0.05 --quiet)
   add_test(NAME example_quadratic_form COMMAND quadratic_form --n 8 --steps 300 --quiet)
   add_test(NAME example_triangular_flow COMMAND triangular_flow --steps 1500 --quiet)
   add_test(NAME example_kernelbench_triu COMMAND kernelbench_triu --n 192 --steps 2)
   add_test(NAME example_kernelbench_symmetric COMMAND kernelbench_symmetric --n 192 --steps 2)
-  add_test(NAME example_mlp_regression COMMAND mlp_regression --epochs 30 --quiet)
-  # On CUDA it also checks that training moves no data through the host; 77: no device here.
-  add_test(NAME example_mlp_regression_cuda COMMAND mlp_regression --device cuda --epochs 30 --quiet)
-  set_tests_properties(example_mlp_regression_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  # On CUDA it also checks that training moves no data through the host.
+  sg_example_tests(mlp_regression --epochs 30 --quiet)
   # The posterior mean within 0.05 of the true function (predicting the mean: 0.75; the initial
   # hyperparameters: 0.26), and the noise scale within a factor 1.25 of the truth (it starts 5× off).
-  add_test(NAME example_gp_regression
-    COMMAND gp_regression --steps 150 --max-rmse 0.05 --noise-factor 1.25 --quiet)
-  add_test(NAME example_gp_regression_cuda
-    COMMAND gp_regression --device cuda --steps 150 --max-rmse 0.05 --noise-factor 1.25 --quiet)
-  set_tests_properties(example_gp_regression_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  sg_example_tests(gp_regression --steps 150 --max-rmse 0.05 --noise-factor 1.25 --quiet)
   # The covariance within 0.1 of Σ* (the start, L = I: 0.70; the sample covariance of these
   # samples: 0.06), and a fit that reaches the maximum-likelihood NLL, below the true parameters'.
-  add_test(NAME example_gaussian_scale_tril COMMAND gaussian_scale_tril --steps 400 --max-error 0.1 --quiet)
-  add_test(NAME example_gaussian_scale_tril_cuda
-    COMMAND gaussian_scale_tril --device cuda --steps 400 --max-error 0.1 --quiet)
-  set_tests_properties(example_gaussian_scale_tril_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  sg_example_tests(gaussian_scale_tril --steps 400 --max-error 0.1 --quiet)
   # A batch of LowerTriangular noise factors, one per input: the held-out NLL beats the diagonal
   # covariance's by at least 0.4 nats (it gains 0.8; at the start, 0.3).
-  add_test(NAME example_heteroscedastic_regression
-    COMMAND heteroscedastic_regression --epochs 40 --min-gain 0.4 --quiet)
-  add_test(NAME example_heteroscedastic_regression_cuda
-    COMMAND heteroscedastic_regression --device cuda --epochs 40 --min-gain 0.4 --quiet)
-  set_tests_properties(example_heteroscedastic_regression_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  sg_example_tests(heteroscedastic_regression --epochs 40 --min-gain 0.4 --quiet)
   # Two spirals: held-out accuracy at least 0.95 (80 epochs reach 0.995; the first ends at 0.59),
   # and a reloaded checkpoint that gives bit-identical logits.
   add_test(NAME example_classifier COMMAND classifier --epochs 80 --min-accuracy 0.95 --quiet
@@ -41,17 +34,10 @@ if(SG_BUILD_EXAMPLES)
   set_tests_properties(example_classifier_cuda PROPERTIES SKIP_RETURN_CODE 77)
   # A three-component mixture through MixtureSameFamily: the held-out NLL within 0.05 nats of the
   # true mixture's (it comes within 0.004; the start is 4.4 nats away).
-  add_test(NAME example_gaussian_mixture COMMAND gaussian_mixture --steps 400 --max-gap 0.05 --quiet)
-  add_test(NAME example_gaussian_mixture_cuda
-    COMMAND gaussian_mixture --device cuda --steps 400 --max-gap 0.05 --quiet)
-  set_tests_properties(example_gaussian_mixture_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  sg_example_tests(gaussian_mixture --steps 400 --max-gap 0.05 --quiet)
   # A mixture per input, N·K LowerTriangular factors from the network: the held-out NLL beats one
   # Gaussian per input by at least 1 nat (it gains 1.76 after 20 epochs).
-  add_test(NAME example_mixture_density_network
-    COMMAND mixture_density_network --epochs 20 --min-gain 1.0 --quiet)
-  add_test(NAME example_mixture_density_network_cuda
-    COMMAND mixture_density_network --device cuda --epochs 20 --min-gain 1.0 --quiet)
-  set_tests_properties(example_mixture_density_network_cuda PROPERTIES SKIP_RETURN_CODE 77)
+  sg_example_tests(mixture_density_network --epochs 20 --min-gain 1.0 --quiet)
 endif()
 # The installed tree is moved before the consumer uses it (tests/consumer/run.cmake).
 set(SG_CONSUMER_HINTS)

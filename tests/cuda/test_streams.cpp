@@ -62,27 +62,27 @@ sg::Tensor spd(sg::Shape batch, int64_t n, sg::TensorOptions o) {
   return sg::sym(sg::matmul(x, sg::transpose(x)) / static_cast<double>(n) + sg::eye(n, o));
 }
 
-/// A workload: inputs made once on the library stream; `run` queues its ops on the current stream
-/// and returns the tensors to compare (outputs and gradients). Each run takes fresh leaves, so that
-/// runs on two streams never accumulate into one gradient.
+/// A workload: inputs made once on the library stream, and an op of them. run() queues the op and
+/// the backward of Σ op(inputs)² on the current stream.
 struct Workload {
   std::string name;
   std::vector<sg::Tensor> inputs;
-  std::function<std::vector<sg::Tensor>(const std::vector<sg::Tensor>&)> run;
+  std::function<sg::Tensor(const std::vector<sg::Tensor>&)> op;
 };
 
-/// Fresh leaves over the inputs' values, for one run's gradients.
-std::vector<sg::Tensor> leaves_of(const std::vector<sg::Tensor>& inputs) {
+/// The op's output and its inputs' gradients, on fresh leaves over the inputs' values, so that runs
+/// on two streams never accumulate into one gradient.
+std::vector<sg::Tensor> run(const Workload& w) {
   std::vector<sg::Tensor> leaves;
-  for (const sg::Tensor& x : inputs) leaves.push_back(x.detach().requires_grad_());
-  return leaves;
-}
-
-std::vector<sg::Tensor> with_grads(const sg::Tensor& out, const std::vector<sg::Tensor>& leaves) {
+  for (const sg::Tensor& x : w.inputs) leaves.push_back(x.detach().requires_grad_());
+  const sg::Tensor out = w.op(leaves);
+  sg::sum(sg::square(out)).backward();
   std::vector<sg::Tensor> results{out.detach()};
   for (const sg::Tensor& leaf : leaves) results.push_back(leaf.grad());
   return results;
 }
+
+using Inputs = const std::vector<sg::Tensor>&;
 
 /// Products of one shape and of several (the structured GEMM's plans, split tiles among them, and
 /// its pooled Upper outputs), cuBLAS (a Dense product), the large and the batched linear algebra,
@@ -90,55 +90,20 @@ std::vector<sg::Tensor> with_grads(const sg::Tensor& out, const std::vector<sg::
 std::vector<Workload> workloads(sg::DType dtype) {
   const sg::TensorOptions o = on_gpu(dtype);
   sg::manual_seed(11);
-  std::vector<Workload> w;
-  w.push_back({"Upper·Upper 1024", {sg::triu(sg::randn({1024, 1024}, o)), sg::triu(sg::randn({1024, 1024}, o))},
-               [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor c = sg::matmul(l[0], l[1]);
-                 sg::sum(sg::square(c)).backward();
-                 return with_grads(c, l);
-               }});
-  w.push_back({"Dense 96×16384 · 16384×96 (split k)", {sg::randn({96, 16384}, o), sg::randn({16384, 96}, o)},
-               [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor c = sg::matmul(l[0], l[1]);
-                 sg::sum(c * c).backward();
-                 return with_grads(c, l);
-               }});
-  w.push_back({"Symmetric·Dense 700×700", {spd({}, 700, o), sg::randn({700, 300}, o)},
-               [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor c = sg::matmul(l[0], l[1]);
-                 sg::sum(sg::square(c)).backward();
-                 return with_grads(c, l);
-               }});
-  w.push_back({"cholesky 1200", {spd({}, 1200, o)}, [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor f = sg::cholesky(l[0]);
-                 sg::sum(sg::square(f)).backward();
-                 return with_grads(f, l);
-               }});
-  w.push_back({"solve_triangular 900, 256 rhs",
-               {sg::with_diagonal(sg::tril(sg::randn({900, 900}, o) / 30.0), sg::rand({900}, o) + 1.0),
-                sg::randn({900, 256}, o)},
-               [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor x = sg::solve_triangular(l[0], l[1]);
-                 sg::sum(sg::square(x)).backward();
-                 return with_grads(x, l);
-               }});
-  w.push_back({"logdet 600", {spd({}, 600, o)}, [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor d = sg::logdet(l[0]);
-                 d.backward();
-                 return with_grads(d, l);
-               }});
-  w.push_back({"batched cholesky 512×32²", {spd({512}, 32, o)}, [](const std::vector<sg::Tensor>& in) {
-                 const std::vector<sg::Tensor> l = leaves_of(in);
-                 const sg::Tensor f = sg::cholesky(l[0]);
-                 sg::sum(sg::square(f)).backward();
-                 return with_grads(f, l);
-               }});
+  auto product = [](Inputs in) { return sg::matmul(in[0], in[1]); };
+  auto cholesky = [](Inputs in) { return sg::Tensor(sg::cholesky(in[0])); };
+  std::vector<Workload> w = {
+      {"Upper·Upper 1024", {sg::triu(sg::randn({1024, 1024}, o)), sg::triu(sg::randn({1024, 1024}, o))}, product},
+      {"Dense 96×16384 · 16384×96 (split k)", {sg::randn({96, 16384}, o), sg::randn({16384, 96}, o)}, product},
+      {"Symmetric·Dense 700×700", {spd({}, 700, o), sg::randn({700, 300}, o)}, product},
+      {"cholesky 1200", {spd({}, 1200, o)}, cholesky},
+      {"solve_triangular 900, 256 rhs",
+       {sg::with_diagonal(sg::tril(sg::randn({900, 900}, o) / 30.0), sg::rand({900}, o) + 1.0),
+        sg::randn({900, 256}, o)},
+       [](Inputs in) { return sg::solve_triangular(in[0], in[1]); }},
+      {"logdet 600", {spd({}, 600, o)}, [](Inputs in) { return sg::logdet(in[0]); }},
+      {"batched cholesky 512×32²", {spd({512}, 32, o)}, cholesky},
+  };
   sg::cuda::synchronize();
   return w;
 }
@@ -148,7 +113,7 @@ std::vector<std::vector<std::vector<double>>> references(const std::vector<Workl
   std::vector<std::vector<std::vector<double>>> ref;
   for (const Workload& x : w) {
     std::vector<std::vector<double>> values;
-    for (const sg::Tensor& t : x.run(x.inputs)) values.push_back(t.to_vector());
+    for (const sg::Tensor& t : run(x)) values.push_back(t.to_vector());
     ref.push_back(values);
   }
   return ref;
@@ -176,7 +141,7 @@ std::vector<std::vector<std::vector<sg::Tensor>>> interleave(const std::vector<W
     for (size_t i = 0; i < w.size(); ++i)
       for (int side = 0; side < 2; ++side) {
         sg::cuda::StreamGuard guard(side == 0 ? a : b, 0);
-        last[static_cast<size_t>(side)][i] = w[i].run(w[i].inputs);
+        last[static_cast<size_t>(side)][i] = run(w[i]);
       }
   return last;
 }
