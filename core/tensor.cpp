@@ -7,6 +7,7 @@
 #include <atomic>
 #include <ostream>
 
+#include <structgrad/core/cuda_graph.h>
 #include <structgrad/core/cuda_runtime_api.h>
 #include "core/dispatch.h"
 
@@ -116,6 +117,7 @@ Tensor Tensor::to(DType dtype) const {
 template <typename T>
 std::vector<T> Tensor::to_vector_as() const {
   SG_CHECK(defined(), "to_vector: the tensor is undefined");
+  detail::refuse_under_capture("to_vector", device(), "reads values back to the host");
   const int64_t n = numel();
   std::vector<T> out(static_cast<size_t>(n));
   if (n == 0) return out;
@@ -139,6 +141,7 @@ std::vector<double> Tensor::to_vector() const { return to_vector_as<double>(); }
 double Tensor::item() const {
   SG_CHECK(defined(), "item: the tensor is undefined");
   SG_CHECK(numel() == 1, "item: expected a tensor with one element, got shape ", shape());
+  detail::refuse_under_capture("item", device(), "reads a value back to the host");
   return to_vector()[0];
 }
 

@@ -129,6 +129,8 @@ void collect_pending_locked(DeviceCache& cache) {
 /// Gives every cached block of `device` back to the driver. Caller holds cache.mutex.
 void release_cached_blocks_locked(int device, DeviceCache& cache) {
   if (cache.stats.bytes_cached == 0) return;
+  SG_CHECK(!capturing(device), "cuda allocator: cannot give cached memory back to the driver on cuda:", device,
+           " while this thread captures a CUDA graph (it waits for the device)");
   DeviceGuard guard(device);
   // Work queued on any stream before the blocks were freed may still use them.
   SG_CUDA_CHECK(cudaDeviceSynchronize());
@@ -160,10 +162,16 @@ std::string gib_string(size_t bytes) {
 }
 
 /// One real cudaMalloc of `block_size` bytes on `device`; nullptr (error cleared) on failure.
+/// While this thread captures a CUDA graph the call runs in relaxed capture mode: the block joins the
+/// graph's pool (its stream's free lists) and lives as long as the cache, so replays may use it.
 void* try_device_malloc(int device, size_t block_size, cudaError_t* error) {
   DeviceGuard guard(device);
   void* ptr = nullptr;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  const bool relax = capturing(device);
+  if (relax) SG_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
   *error = cudaMalloc(&ptr, block_size);
+  if (relax) SG_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
   if (*error != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
@@ -225,7 +233,8 @@ void* device_allocate(Device device, size_t nbytes) {
   if (nbytes > kLargestRequest) fail_out_of_memory(device.index, nbytes, cache.stats, cudaSuccess);
   const size_t block_size = round_block_size(nbytes);
 
-  if (!cache.pending.empty()) collect_pending_locked(cache);
+  // Events cannot be queried while this thread captures: pending blocks wait for a later allocation.
+  if (!cache.pending.empty() && !capturing(device.index)) collect_pending_locked(cache);
   void* ptr = nullptr;
   auto bucket = cache.free_blocks.find({s, block_size});
   if (bucket != cache.free_blocks.end() && !bucket->second.empty()) {
@@ -237,7 +246,9 @@ void* device_allocate(Device device, size_t nbytes) {
     cudaError_t error = cudaSuccess;
     ptr = try_device_malloc(device.index, block_size, &error);
     if (!ptr) {
-      // Cached blocks of other sizes or streams may be what stands in the way: give them back, retry once.
+      // Cached blocks of other sizes or streams may be what stands in the way: give them back, retry
+      // once (not while capturing, which cannot wait for the device).
+      if (capturing(device.index)) fail_out_of_memory(device.index, nbytes, cache.stats, error);
       release_cached_blocks_locked(device.index, cache);
       ptr = try_device_malloc(device.index, block_size, &error);
       if (!ptr) fail_out_of_memory(device.index, nbytes, cache.stats, error);

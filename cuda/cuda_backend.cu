@@ -19,6 +19,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include <structgrad/core/cuda_graph.h>
 #include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
 #include "cuda/check.h"
@@ -416,6 +417,9 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
 void CudaBackend::copy_from_host(const void* host, Tensor& dst) {
   expect_on_device("copy_from_host", dst);
   if (dst.nbytes() == 0) return;
+  refuse_under_capture("copy to cuda", dst.device(),
+                       "copies host memory, which every replay would read again; copy_ into a static input before "
+                       "replay instead");
   DeviceGuard guard(device_);
   // From pageable memory the call returns once the bytes are staged, so `host` may be freed.
   SG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), host, dst.nbytes(), cudaMemcpyHostToDevice, stream(device_)));
@@ -425,6 +429,7 @@ void CudaBackend::copy_from_host(const void* host, Tensor& dst) {
 void CudaBackend::copy_to_host(const Tensor& src, void* host) {
   expect_on_device("copy_to_host", src);
   if (src.nbytes() == 0) return;
+  refuse_under_capture("copy to the host", src.device(), "waits for the device and reads its memory back");
   DeviceGuard guard(device_);
   const cudaStream_t s = stream(device_);
   SG_CUDA_CHECK(cudaMemcpyAsync(host, src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToHost, s));

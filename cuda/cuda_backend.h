@@ -58,6 +58,9 @@ class CudaBackend final : public Backend {
   bool cholesky_backward(const Tensor& l, const Tensor& dl, Tensor& ds) override;
 
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override;
+  // cuda/multi_tensor.cu
+  void adam_step_many(const std::vector<AdamSlot>& slots, const AdamParams& h, Tensor& counter) override;
+  void sgd_step_many(const std::vector<SgdSlot>& slots, const SgdParams& h) override;
   void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                  const AdamParams& h) override;
 

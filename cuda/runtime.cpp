@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <structgrad/core/cuda_graph.h>
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
 #include <structgrad/core/storage.h>
@@ -267,6 +268,7 @@ int device_count() { return detail::cuda::cached_device_count(); }
 bool built_with_cuda() { return true; }
 
 void synchronize(int device) {
+  detail::refuse_under_capture("cuda::synchronize", Device(DeviceType::CUDA, device), "waits for the device");
   const cudaStream_t s = detail::cuda::stream(device);
   SG_CUDA_CHECK(cudaStreamSynchronize(s));
 }

@@ -262,6 +262,7 @@ Tensor Categorical::log_prob(const Tensor& value) const {
   const Shape shape = broadcast(op, value.shape(), batch_shape_);
   SG_CHECK(shape == value.shape(), op, ": classes of shape ", value.shape(), " do not cover the batch shape ",
            batch_shape_);
+  detail::refuse_under_capture(op, value.device(), "reads its check of the classes back to the host");
   const int64_t bad = detail::backend_of(value).find_bad_index(value, num_classes());
   if (bad >= 0)
     SG_FAIL(op, ": class ", value.to(kCPU).data<int64_t>()[bad], " is out of range for ", num_classes(), " classes");

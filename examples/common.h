@@ -1,6 +1,7 @@
 // Command-line flags shared by the examples: --device cpu|cuda, --dtype, --steps, --seed, --n,
-// --quiet, plus example-specific ones read with get(); and the median wall time of a call, for
-// the examples that time the structured path against the dense one.
+// --quiet, --graph, plus example-specific ones read with get(); a training loop that runs its steps
+// eagerly or as replays of one CUDA graph; and the median wall time of a call, for the examples
+// that time the structured path against the dense one.
 #pragma once
 
 #include <algorithm>
@@ -23,16 +24,17 @@ constexpr int kSkipped = 77;
 struct Args {
   std::map<std::string, std::string> values;
   bool quiet = false;
+  bool graph = false;  ///< --graph: train by replaying one captured CUDA graph (run_steps)
 
   Args(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
-      if (a == "--quiet") {
-        quiet = true;
+      if (a == "--quiet" || a == "--graph") {
+        (a == "--quiet" ? quiet : graph) = true;
         continue;
       }
       if (a.rfind("--", 0) != 0 || i + 1 >= argc) {
-        std::cerr << "bad argument '" << a << "' (flags are --name value, or --quiet)\n";
+        std::cerr << "bad argument '" << a << "' (flags are --name value, --quiet or --graph)\n";
         std::exit(2);
       }
       values[a.substr(2)] = argv[++i];
@@ -55,6 +57,34 @@ struct Args {
     return true;
   }
 };
+
+/// Runs steps 1..`steps` of a training loop: `step()` (zero_grad, loss, backward, optimizer step), then
+/// `after(s)` (printing, checks that read back). With --graph on CUDA, the first three steps warm up
+/// and the rest replay one CUDA graph captured from `step`; the ops' deferred checks run at the end.
+/// Example: `examples::run_steps(args, steps, [&] { ... }, [&](int64_t s) { progress.update_lazy(s, ...); });`
+inline void run_steps(const Args& args, int64_t steps, const std::function<void()>& step,
+                      const std::function<void(int64_t)>& after) {
+  if (!args.graph) {
+    for (int64_t s = 1; s <= steps; ++s) {
+      step();
+      after(s);
+    }
+    return;
+  }
+  const sg::Device device = args.device();
+  if (!device.is_cuda()) {
+    std::cerr << "--graph needs --device cuda\n";
+    std::exit(2);
+  }
+  const int64_t warmup = std::min<int64_t>(3, steps);
+  sg::cuda::Graph graph(device.index);
+  graph.capture(step, static_cast<int>(warmup));  // runs the warm-up steps; the captured one runs at replay
+  for (int64_t s = warmup + 1; s <= steps; ++s) {
+    graph.replay();
+    after(s);
+  }
+  graph.check_errors();
+}
 
 /// The median milliseconds of `reps` calls of f on `device` (waited for on CUDA), after one warm-up.
 inline double median_ms(const std::function<void()>& f, sg::Device device, int reps) {

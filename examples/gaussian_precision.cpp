@@ -3,6 +3,7 @@
 //   NLL(x) = ½‖U(x − μ)‖² − Σ log Uᵢᵢ  (+ const),  batch form Z = (X − μ)·Uᵀ = linear(X − μ, U).
 // Data come from a known covariance Σ*; the program prints the relative error of the
 // recovered covariance (UᵀU)⁻¹ against Σ*, and that of the sample covariance for reference.
+// --graph (with --device cuda) trains by replaying one captured CUDA graph of the step.
 #include <Eigen/Dense>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 int main(int argc, char** argv) {
   examples::Args args(argc, argv);
   const sg::Device device = args.device();
+  if (args.cuda_missing("gaussian_precision")) return examples::kSkipped;
   const int64_t d = args.get_int("n", 16);
   const int64_t samples = args.get_int("samples", 20000);
   const int64_t steps = args.get_int("steps", 200);
@@ -38,15 +40,16 @@ int main(int argc, char** argv) {
               static_cast<long long>(samples), static_cast<long long>(steps), device.str().c_str(),
               sg::dtype_name(dtype));
   sg::nn::Progress progress(steps, std::max<int64_t>(steps / 8, 1), args.quiet);
-  for (int64_t step = 1; step <= steps; ++step) {
+  sg::Tensor nll;
+  auto step = [&] {
     opt.zero_grad();
     auto u = factor();
     auto zz = sg::linear(x - mu, u);                                      // rows U(x − μ)
-    auto nll = 0.5 * sg::mean(sg::sum(sg::square(zz), 1)) - sg::sum(sg::diagonal(w));  // log Uᵢᵢ = Wᵢᵢ
+    nll = 0.5 * sg::mean(sg::sum(sg::square(zz), 1)) - sg::sum(sg::diagonal(w));  // log Uᵢᵢ = Wᵢᵢ
     nll.backward();
     opt.step();
-    progress.update_lazy(step, [&] { return nll.item(); });
-  }
+  };
+  examples::run_steps(args, steps, step, [&](int64_t s) { progress.update_lazy(s, [&] { return nll.item(); }); });
 
   // Recovered covariance (UᵀU)⁻¹ vs Σ*, and the sample covariance's error for reference.
   Eigen::MatrixXd u = sg::to_eigen<double>(factor().detach());

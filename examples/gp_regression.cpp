@@ -7,8 +7,8 @@
 // against the true one and the RMSE of the posterior mean K*·K⁻¹y against the true function on a
 // held-out grid, and exits non-zero unless the RMSE is below --max-rmse and σₙ is within
 // --noise-factor of the truth. The data are uploaded once and training stays on the device; on
-// CUDA it prints the copies between host and device while training. Exits 77 when asked for CUDA
-// where there is none.
+// CUDA it prints the copies between host and device while training; --graph trains by replaying one
+// captured CUDA graph of the step. Exits 77 when asked for CUDA where there is none.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -111,19 +111,27 @@ int main(int argc, char** argv) {
   sg::nn::Progress progress(steps, std::max<int64_t>(steps / 6, 1), args.quiet);
   const bool on_cuda = device.is_cuda();
   const sg::cuda::TransferStats before = on_cuda ? sg::cuda::transfer_stats(device.index) : sg::cuda::TransferStats{};
-  for (int64_t step = 1; step <= steps; ++step) {
+  sg::Tensor nll, info;
+  auto step = [&] {
     opt.zero_grad();
-    auto [l, info] = sg::cholesky_ex(training_covariance(d2_train, eye, h));
-    const sg::Tensor z = sg::solve_triangular(l, y);  // L⁻¹y
-    const sg::Tensor nll = (0.5 * sg::sum(sg::square(z)) + sg::logdet(l)) / static_cast<double>(n) + 0.5 * log_2pi;
-    if ((progress.should_report(step) || step == steps) && info.item() != 0) {
-      std::printf("step %lld: K is not positive definite (pivot %lld)\n", (long long)step, (long long)info.item());
-      return 1;
-    }
+    auto factorization = sg::cholesky_ex(training_covariance(d2_train, eye, h));
+    info = factorization.info;
+    const sg::Tensor z = sg::solve_triangular(factorization.L, y);  // L⁻¹y
+    nll = (0.5 * sg::sum(sg::square(z)) + sg::logdet(factorization.L)) / static_cast<double>(n) + 0.5 * log_2pi;
     nll.backward();
     opt.step();
-    progress.update_lazy(step, [&] { return nll.item(); });
-  }
+  };
+  bool positive_definite = true;
+  examples::run_steps(args, steps, step, [&](int64_t s) {
+    if (!positive_definite || !(progress.should_report(s) || s == steps)) return;
+    if (info.item() != 0) {
+      std::printf("step %lld: K is not positive definite (pivot %lld)\n", (long long)s, (long long)info.item());
+      positive_definite = false;
+      return;
+    }
+    progress.update_lazy(s, [&] { return nll.item(); });
+  });
+  if (!positive_definite) return 1;
   if (on_cuda) {
     // Informational: the printed losses and status checks, and whatever the library's own checks read.
     const sg::cuda::TransferStats after = sg::cuda::transfer_stats(device.index);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <structgrad/core/tensor.h>
 #include "ops/gemm_desc.h"
@@ -111,6 +112,19 @@ struct AdamParams {
   int64_t step = 1;  // 1-based, for bias correction
   bool decoupled_weight_decay = false;  // AdamW
 };
+/// One parameter of a multi-tensor optimizer step, with its gradient and state (same dtype and size).
+struct AdamSlot {
+  Tensor* param;
+  const Tensor* grad;
+  Tensor* exp_avg;
+  Tensor* exp_avg_sq;
+};
+struct SgdSlot {
+  Tensor* param;
+  const Tensor* grad;
+  Tensor* momentum;  ///< null without momentum
+  bool first_step;   ///< the momentum buffer starts as the gradient
+};
 
 class Backend {
  public:
@@ -209,6 +223,12 @@ class Backend {
   virtual void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) = 0;
   virtual void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                          const AdamParams& h) = 0;
+  /// The multi-tensor forms: every slot (on this device) updated in one launch per dtype and 36 slots.
+  /// Adam reads its step count from the device: `counter` (float64 [3] on this device) holds t and the
+  /// bias corrections 1 − beta1^t, 1 − beta2^t, and is advanced to t + 1 first (h.step is ignored).
+  /// Backends without them throw; the optimizers call them on CUDA only.
+  virtual void adam_step_many(const std::vector<AdamSlot>& slots, const AdamParams& h, Tensor& counter);
+  virtual void sgd_step_many(const std::vector<SgdSlot>& slots, const SgdParams& h);
 };
 
 /// The backend of a device (CPU always; CUDA when built with it and a device exists).

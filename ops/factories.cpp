@@ -151,9 +151,15 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorO
 }
 
 namespace {
+/// Why random numbers cannot be captured: each replay would draw the same ones.
+constexpr const char* kSeededOnHost =
+    "draws random numbers from a seed the host passes at launch, so every replay would repeat the captured "
+    "draw; draw them into a static input before each replay";
+
 Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, detail::RandomKind kind) {
   SG_CHECK(is_floating_point(options.dtype_), op, ": expected a floating-point dtype, got ", options.dtype_);
   Tensor t = make(op, shape, options);
+  detail::refuse_under_capture(op, t.device(), kSeededOnHost);
   const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(t.numel()));
   if (t.numel() > 0) detail::backend_of(t).random(t, kind, seed, offset);
   return finish(t, options);
@@ -176,6 +182,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
   SG_CHECK(!options.requires_grad_, "randint: integers cannot require gradients");
   const DType dtype = options.dtype_or(DType::Int64);
   Tensor t = make("randint", shape, options.dtype(DType::Int64));
+  detail::refuse_under_capture("randint", t.device(), kSeededOnHost);
   const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(t.numel()));
   const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   if (t.numel() > 0) detail::backend_of(t).random_integers(t, low, span, seed, offset);
@@ -187,6 +194,7 @@ Tensor randperm(int64_t n, TensorOptions options) {
   SG_CHECK(!options.requires_grad_, "randperm: a permutation cannot require gradients");
   const DType dtype = options.dtype_or(DType::Int64);
   Tensor t = make("randperm", {n}, options.dtype(DType::Int64));
+  detail::refuse_under_capture("randperm", t.device(), kSeededOnHost);
   const auto [seed, offset] = detail::reserve_random(static_cast<uint64_t>(n));
   if (n > 0) detail::backend_of(t).random_permutation(t, seed, offset);
   return dtype == DType::Int64 ? t : t.to(dtype);

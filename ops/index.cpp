@@ -40,6 +40,7 @@ void check_index(const char* op, const Tensor& x, const Tensor& index) {
 
 /// Throws naming `op` when an entry of index lies outside [0, extent) (reads it back on CUDA).
 void check_in_range(const char* op, const Tensor& index, int64_t dim, int64_t extent) {
+  detail::refuse_under_capture(op, index.device(), "reads its check of the index back to the host");
   const int64_t bad = detail::backend_of(index).find_bad_index(index, extent);
   if (bad < 0) return;
   const int64_t value = index.to(kCPU).data<int64_t>()[bad];

@@ -149,7 +149,8 @@ Tensor solve(const char* op, const char* t_name, const Tensor& t, bool trans, co
   const Tensor tb = detail::batch_broadcast(t, batch), bb = full_batch(b, batch);
   const Tensor diagonal = check_diagonal ? diagonals(t) : Tensor();
   Tensor x = solve_raw(tb, trans, bb, left, unit_diagonal);
-  if (check_diagonal) check_nonzero_diagonal(op, t_name, diagonal, view);
+  if (check_diagonal)
+    detail::check_now_or_after_replay(t.device(), [=] { check_nonzero_diagonal(op, t_name, diagonal, view); });
   if (!autograd::needs_record({tb, bb})) return x;
   autograd::record(op, {tb, bb}, {x}, {tb, x}, [trans, left, unit_diagonal](autograd::BackwardContext& ctx) {
     auto [dt, db] = solve_backward(ctx.saved[0], trans, ctx.saved[1], ctx.grad_outputs[0], left, unit_diagonal,
@@ -239,7 +240,9 @@ Tensor solve_triangular(const Tensor& t, const Tensor& b, bool left, bool unit_d
 LowerTriangular cholesky(const Tensor& s) {
   const detail::MatrixBatch view = check_symmetric("cholesky", s);
   CholeskyResult r = cholesky_raw(s);
-  check_positive_definite("cholesky", s, r.info, view);
+  detail::check_now_or_after_replay(s.device(), [view, info = r.info, s = s.detach()] {
+    check_positive_definite("cholesky", s, info, view);
+  });
   if (autograd::needs_record({s})) record_cholesky(s, r.L);
   return r.L;
 }
@@ -264,7 +267,9 @@ static Tensor triangular_det_sign(const Tensor& t) {
 /// 2·Σ log lᵢᵢ of the Cholesky factor of a Symmetric positive definite X, recorded with gradient X⁻¹.
 static Tensor spd_logdet(const char* op, const Tensor& x, const detail::MatrixBatch& view) {
   CholeskyResult r = cholesky_raw(x);
-  check_positive_definite(op, x, r.info, view);
+  detail::check_now_or_after_replay(x.device(), [op, view, info = r.info, x = x.detach()] {
+    check_positive_definite(op, x, info, view);
+  });
   Tensor value;
   {
     autograd::NoGradGuard no_grad;

@@ -72,6 +72,7 @@ void check_classes(const char* op, const char* what, const Tensor& scores, const
            " needs a target of shape [", scores.size(0), "], got ", target.shape());
   SG_CHECK(scores.size(0) > 0, op, ": got an empty batch");
   const int64_t classes = scores.size(1);
+  detail::refuse_under_capture(op, target.device(), "reads its check of the class indices back to the host");
   const int64_t bad = detail::backend_of(target).find_bad_index(target, classes);
   if (bad < 0) return;
   const int64_t value = target.to(kCPU).data<int64_t>()[bad];
@@ -132,10 +133,10 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
   detail::make_broadcast(op, input.shape(), var.shape(), shape);
   SG_CHECK(shape == input.shape(), op, ": var of shape ", var.shape(), " does not broadcast to the input's shape ",
            input.shape());
-  {
+  detail::check_now_or_after_replay(var.device(), [op, var = var.detach()] {
     NoGradGuard no_grad;
     SG_CHECK(!(min(var).item() < 0.0), op, ": var has a negative entry");  // as PyTorch (reads one value back)
-  }
+  });
   // max(var, eps) in value; the gradient reaches var unchanged, as PyTorch's clamp under no_grad.
   const Tensor v = var + (clamp_min(var, eps) - var).detach();
   const Tensor loss = 0.5 * mean(log(v) + square(input - target) / v);

@@ -2,6 +2,7 @@
 // that device's backend. Internal.
 #pragma once
 
+#include <structgrad/core/cuda_graph.h>
 #include <structgrad/core/tensor.h>
 #include "core/structures.h"
 #include "ops/backend.h"
@@ -23,6 +24,16 @@ inline void check_defined(const char* op, const Tensor& t) {
   SG_CHECK(t.defined(), op, ": got an undefined tensor");
 }
 
+/// Runs `check` (an op's check that reads its results back) now, or, while a CUDA graph captures work
+/// on `device`, after the graph's replays, when its user calls sg::cuda::Graph::check_errors.
+template <class Check>
+void check_now_or_after_replay(Device device, Check check) {
+  if (capturing(device)) {
+    defer_check(device, std::move(check));
+  } else {
+    check();
+  }
+}
 
 }  // namespace sg::detail
 

@@ -1,6 +1,8 @@
 // The matmul op's pool of UpperTriangular outputs (output_pool.h).
 #include "ops/output_pool.h"
 
+#include <structgrad/core/cuda_graph.h>
+
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -38,7 +40,10 @@ UpperOutput take_upper_output(int64_t rows, int64_t cols, DType dtype, Device de
   Pool& p = pool();
   void* data = nullptr;
   bool held = false;
-  if (p.reuse.load()) {
+  // Under CUDA graph capture the pool is left alone both ways: whether a pooled block's zeros are
+  // still there is known at capture, not at a later replay.
+  const bool poolable = p.reuse.load() && !capturing(device);
+  if (poolable) {
     std::lock_guard<std::mutex> lock(p.mutex);
     auto found = p.blocks.find(key);
     if (found != p.blocks.end() && !found->second.empty()) {
@@ -50,10 +55,10 @@ UpperOutput take_upper_output(int64_t rows, int64_t cols, DType dtype, Device de
   if (held) p.reused.fetch_add(1, std::memory_order_relaxed);
   else data = device_allocate(device, nbytes);
   auto written = std::make_shared<std::atomic<bool>>(false);
-  auto release = [key, written](Storage& s) {
+  auto release = [key, written, poolable](Storage& s) {
     if (s.data == nullptr) return;
     Pool& owner = pool();
-    if (written->load() && s.version.load() == 0 && s.reinterpretations.load() == 0 && !s.used_on_other_streams.load() &&
+    if (poolable && written->load() && s.version.load() == 0 && s.reinterpretations.load() == 0 && !s.used_on_other_streams.load() &&
         owner.reuse.load()) {
       std::lock_guard<std::mutex> lock(owner.mutex);
       owner.blocks[key].push_back(s.data);

@@ -119,6 +119,7 @@ namespace {
 Tensor as_triangular(const char* op, const Tensor& x, Structure s) {
   const detail::MatrixBatch view = detail::square_matrices(op, x);
   if (x.structure() == s) return x;
+  detail::refuse_under_capture(op, x.device(), "reads its check of the structure back to the host");
   const int64_t bad = x.numel() ? detail::backend_of(x).find_structure_violation(x, s) : -1;
   if (bad >= 0) {
     const int64_t n = view.rows, i = bad / n % n, j = bad % n;
@@ -138,6 +139,7 @@ LowerTriangular as_lower(const Tensor& x) { return LowerTriangular(as_triangular
 Symmetric as_symmetric(const Tensor& x) {
   const detail::MatrixBatch view = detail::square_matrices("as_symmetric", x);
   if (x.structure() == Structure::Symmetric) return Symmetric(x);
+  detail::refuse_under_capture("as_symmetric", x.device(), "reads its check of the symmetry back to the host");
   const int64_t bad = x.numel() ? detail::backend_of(x).find_structure_violation(x, Structure::Symmetric) : -1;
   if (bad >= 0) {
     const int64_t n = view.rows, i = bad / n % n, j = bad % n, first = bad - bad % (n * n);

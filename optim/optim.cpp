@@ -1,5 +1,11 @@
-// SGD and Adam: bookkeeping here, the per-element update in one fused backend kernel.
+// SGD and Adam: bookkeeping here, the per-element update in fused backend kernels (one multi-tensor
+// launch per dtype on CUDA, one per parameter otherwise).
 #include <structgrad/optim/optim.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <structgrad/core/cuda_graph.h>
 
 #include <structgrad/autograd/grad_mode.h>
 #include "ops/backend.h"
@@ -7,12 +13,27 @@
 
 namespace sg::optim {
 
-Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+Optimizer::Optimizer(std::vector<Tensor> params)
+    : params_(std::move(params)), self_(std::make_shared<const Optimizer*>(this)) {
   for (size_t i = 0; i < params_.size(); ++i) {
     SG_CHECK(params_[i].defined(), "optimizer: parameter ", i, " is undefined");
     SG_CHECK(params_[i].is_leaf() && params_[i].requires_grad(), "optimizer: parameter ", i,
              " must be a leaf that requires grad");
   }
+}
+
+Optimizer::~Optimizer() { *self_ = nullptr; }
+
+void Optimizer::check_hyper_parameters_on_replay(Device device) const {
+  if (!detail::capturing(device)) return;
+  detail::check_before_replay(device, [self = self_, captured = hyper_parameters(), name = name()] {
+    SG_CHECK(*self != nullptr, "Graph::replay: the ", name, " optimizer of the captured step has been destroyed");
+    const auto now = (*self)->hyper_parameters();
+    for (size_t i = 0; i < captured.size(); ++i)
+      SG_CHECK(now[i].second == captured[i].second, "Graph::replay: ", name, "'s ", captured[i].first, " is ",
+               now[i].second, " but the step was captured with ", captured[i].second,
+               "; the captured launches hold the old value, so capture the step again after changing it");
+  });
 }
 
 void Optimizer::zero_grad() {
@@ -42,25 +63,56 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params)
   started_.assign(params_.size(), false);
 }
 
+std::vector<std::pair<const char*, double>> SGD::hyper_parameters() const {
+  return {{"lr", options.lr},
+          {"momentum", options.momentum},
+          {"dampening", options.dampening},
+          {"weight_decay", options.weight_decay},
+          {"nesterov", options.nesterov ? 1.0 : 0.0}};
+}
+
 void SGD::step() {
   NoGradGuard guard;
+  detail::SgdParams h;
+  h.lr = options.lr;
+  h.momentum = options.momentum;
+  h.dampening = options.dampening;
+  h.weight_decay = options.weight_decay;
+  h.nesterov = options.nesterov;
+  std::vector<Tensor> grads(params_.size());
+  std::vector<detail::SgdSlot> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
-    check_grad(i, p, g);
-    if (options.momentum > 0 && !momentum_[i].defined()) momentum_[i] = zeros_like(p);
+    grads[i] = p.grad();
+    if (!grads[i].defined()) continue;
+    check_grad(i, p, grads[i]);
+    if (options.momentum > 0 && !momentum_[i].defined()) {
+      detail::refuse_under_capture("SGD::step", p.device(), "would start a momentum buffer, which every replay "
+                                   "would start again; take one step before capturing");
+      momentum_[i] = zeros_like(p);
+    }
     if (momentum_[i].defined()) check_state("SGD", i, p, momentum_[i]);
     if (p.numel() == 0) continue;
-    detail::SgdParams h;
-    h.lr = options.lr;
-    h.momentum = options.momentum;
-    h.dampening = options.dampening;
-    h.weight_decay = options.weight_decay;
-    h.nesterov = options.nesterov;
-    h.first_step = !started_[i];
-    detail::backend_for(p.device()).sgd_step(p, g, momentum_[i], h);
-    p.impl().storage->version++;
+    slots.push_back({&p, &grads[i], options.momentum > 0 ? &momentum_[i] : nullptr, !started_[i]});
+  }
+  if (slots.empty()) return;
+  const Device device = slots[0].param->device();
+  check_hyper_parameters_on_replay(device);
+  const bool one_gpu = device.is_cuda() && std::all_of(slots.begin(), slots.end(), [&](const detail::SgdSlot& s) {
+                         return s.param->device() == device;
+                       });
+  if (options.fused && one_gpu) {
+    detail::backend_for(device).sgd_step_many(slots, h);
+  } else {
+    for (const detail::SgdSlot& s : slots) {
+      h.first_step = s.first_step;
+      Tensor unused;
+      detail::backend_for(s.param->device()).sgd_step(*s.param, *s.grad, s.momentum ? *s.momentum : unused, h);
+    }
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!grads[i].defined() || params_[i].numel() == 0) continue;
+    params_[i].impl().storage->version++;
     started_[i] = true;
   }
 }
@@ -72,30 +124,77 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Optimizer(std::move(para
     exp_avg_.push_back(zeros_like(p));
     exp_avg_sq_.push_back(zeros_like(p));
   }
+  if (runs_fused()) set_steps_taken(0);
+}
+
+std::vector<std::pair<const char*, double>> Adam::hyper_parameters() const {
+  return {{"lr", options.lr},
+          {"beta1", options.beta1},
+          {"beta2", options.beta2},
+          {"eps", options.eps},
+          {"weight_decay", options.weight_decay},
+          {"decoupled_weight_decay", options.decoupled_weight_decay ? 1.0 : 0.0}};
+}
+
+bool Adam::runs_fused() const {
+  if (!options.fused || params_.empty() || !params_[0].device().is_cuda()) return false;
+  const Device device = params_[0].device();
+  return std::all_of(params_.begin(), params_.end(), [&](const Tensor& p) { return p.device() == device; });
+}
+
+int64_t Adam::steps_taken() const {
+  if (!counter_.defined()) return step_;
+  return static_cast<int64_t>(counter_.to_vector()[0]);  // replays of a captured step counted too
+}
+
+void Adam::set_steps_taken(int64_t s) {
+  SG_CHECK(s >= 0, "Adam::set_steps_taken: expected a count >= 0, got ", s);
+  step_ = s;
+  if (!runs_fused()) {
+    counter_ = Tensor();
+    return;
+  }
+  const double t = static_cast<double>(s);
+  const std::vector<double> values = {t, 1.0 - std::pow(options.beta1, t), 1.0 - std::pow(options.beta2, t)};
+  counter_ = from_vector(values, {3}, TensorOptions().dtype(kFloat64).device(params_[0].device()));
 }
 
 void Adam::step() {
   NoGradGuard guard;
-  ++step_;
+  const bool fused = runs_fused();
+  if (fused != counter_.defined()) set_steps_taken(steps_taken());  // options.fused changed: carry the count over
+  std::vector<Tensor> grads(params_.size());
+  std::vector<detail::AdamSlot> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
-    check_grad(i, p, g);
+    grads[i] = p.grad();
+    if (!grads[i].defined()) continue;
+    check_grad(i, p, grads[i]);
     check_state("Adam", i, p, exp_avg_[i]);
     check_state("Adam", i, p, exp_avg_sq_[i]);
-    if (p.numel() == 0) continue;
-    detail::AdamParams h;
-    h.lr = options.lr;
-    h.beta1 = options.beta1;
-    h.beta2 = options.beta2;
-    h.eps = options.eps;
-    h.weight_decay = options.weight_decay;
-    h.decoupled_weight_decay = options.decoupled_weight_decay;
-    h.step = step_;
-    detail::backend_for(p.device()).adam_step(p, g, exp_avg_[i], exp_avg_sq_[i], h);
-    p.impl().storage->version++;
+    if (p.numel() > 0) slots.push_back({&p, &grads[i], &exp_avg_[i], &exp_avg_sq_[i]});
   }
+  detail::AdamParams h;
+  h.lr = options.lr;
+  h.beta1 = options.beta1;
+  h.beta2 = options.beta2;
+  h.eps = options.eps;
+  h.weight_decay = options.weight_decay;
+  h.decoupled_weight_decay = options.decoupled_weight_decay;
+  ++step_;
+  if (fused) {
+    const Device device = params_[0].device();
+    check_hyper_parameters_on_replay(device);
+    detail::backend_for(device).adam_step_many(slots, h, counter_);  // advances the count even without slots
+  } else {
+    for (const detail::AdamSlot& s : slots) {
+      detail::refuse_under_capture("Adam::step", s.param->device(),
+                                   "passes the step count from the host with fused = false; use the fused step");
+      h.step = step_;
+      detail::backend_for(s.param->device()).adam_step(*s.param, *s.grad, *s.exp_avg, *s.exp_avg_sq, h);
+    }
+  }
+  for (const detail::AdamSlot& s : slots) s.param->impl().storage->version++;
 }
 
 }  // namespace sg::optim

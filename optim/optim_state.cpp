@@ -151,7 +151,7 @@ std::vector<std::pair<std::string, Tensor>> Adam::state_dict() const {
                       {"adam.weight_decay", scalar(options.weight_decay)},
                       {"adam.decoupled_weight_decay", scalar(options.decoupled_weight_decay ? 1 : 0)},
                       {"adam.num_params", scalar(static_cast<double>(params_.size()))},
-                      {"adam.step", scalar(static_cast<double>(step_))}};
+                      {"adam.step", scalar(static_cast<double>(steps_taken()))}};
   for (size_t i = 0; i < params_.size(); ++i) {
     out.emplace_back("adam.exp_avg." + std::to_string(i), exp_avg_[i].detach());
     out.emplace_back("adam.exp_avg_sq." + std::to_string(i), exp_avg_sq_[i].detach());
@@ -188,7 +188,7 @@ void Adam::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& st
 
   NoGradGuard guard;
   options = o;
-  step_ = steps;
+  set_steps_taken(steps);
   for (size_t i = 0; i < params_.size(); ++i) {
     exp_avg_[i] = copy_buffer(*avg[i], params_[i]);
     exp_avg_sq_[i] = copy_buffer(*avg_sq[i], params_[i]);

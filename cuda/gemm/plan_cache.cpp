@@ -94,6 +94,10 @@ PlanCache& plan_cache() {
 /// A new cache entry for `p`: its plans, uploaded into one device table.
 std::unique_ptr<CachedPlan> build_cached_plan(const GemmProblem& p, DType dtype, int device, const GemmFamily& family,
                                               const GemmTuning& options) {
+  // The table below is uploaded from host memory, which a graph would copy again on every replay.
+  SG_CHECK(!capturing(device), "structured gemm: a product of a new shape (", p.m, "x", p.k, " by ", p.k, "x", p.n,
+           ") is first seen while a CUDA graph captures; run the step once on the graph's stream first "
+           "(sg::cuda::Graph::capture does)");
   const int sms = sm_count(device);
   auto entry = std::make_unique<CachedPlan>();
   static_cast<ProductPlans&>(*entry) =

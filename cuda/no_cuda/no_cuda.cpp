@@ -3,6 +3,7 @@
 // ("cuda::synchronize: structgrad was built without CUDA") instead of failing to link.
 #include <string>
 
+#include <structgrad/core/cuda_graph.h>
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
 #include <structgrad/core/storage.h>
@@ -29,6 +30,20 @@ StreamGuard::~StreamGuard() = default;
 void use_external_allocator(const ExternalAllocator&) { fail_without_cuda("cuda::use_external_allocator"); }
 void record_stream(const Tensor&, CUstream_st*) { fail_without_cuda("cuda::record_stream"); }
 
+struct Graph::State {};
+Graph::Graph(int) { fail_without_cuda("cuda::Graph"); }
+Graph::~Graph() = default;
+void Graph::capture(const std::function<void()>&, int) { fail_without_cuda("cuda::Graph::capture"); }
+void Graph::capture_begin() { fail_without_cuda("cuda::Graph::capture_begin"); }
+void Graph::capture_end() { fail_without_cuda("cuda::Graph::capture_end"); }
+void Graph::replay() { fail_without_cuda("cuda::Graph::replay"); }
+void Graph::check_errors() { fail_without_cuda("cuda::Graph::check_errors"); }
+void Graph::reset() { fail_without_cuda("cuda::Graph::reset"); }
+bool Graph::has_graph() const { return false; }
+CUstream_st* Graph::stream() const { return nullptr; }
+int Graph::device() const { return 0; }
+bool is_capturing(int) { return false; }
+
 }  // namespace sg::cuda
 
 namespace sg::detail {
@@ -38,5 +53,11 @@ void device_free(Device device, void*, size_t) { fail_without_cuda("freeing on "
 void record_stream_use(Device, void*, CUstream_st*) {}
 uintptr_t current_stream_id(Device device) { fail_without_cuda("a stream of " + device.str()); }
 Backend& cuda_backend(int device) { fail_without_cuda("cuda:" + std::to_string(device)); }
+bool capturing(Device) { return false; }
+void refuse_under_capture(const char*, Device, const char*) {}
+void defer_check(Device device, std::function<void()>) { fail_without_cuda("a captured check on " + device.str()); }
+void check_before_replay(Device device, std::function<void()>) {
+  fail_without_cuda("a captured check on " + device.str());
+}
 
 }  // namespace sg::detail

@@ -5,6 +5,7 @@
 //   loss.backward();            // U.grad() is upper triangular
 #pragma once
 
+#include <structgrad/core/cuda_graph.h>
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
 #include <structgrad/core/tensor.h>

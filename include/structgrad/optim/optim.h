@@ -1,11 +1,13 @@
 // Optimizers (like torch::optim): SGD with momentum / Nesterov / weight decay and Adam
 // (bias-corrected; AdamW with decoupled weight decay), and learning-rate schedules. step()
-// updates each parameter in place with one fused kernel, outside the tape. A structured
+// updates the parameters in place outside the tape: on CUDA every parameter of a dtype in one
+// multi-tensor launch (capturable in a sg::cuda::Graph), on the CPU one fused loop each. A structured
 // parameter stays structured: its gradient is a projection onto the structure and every update
 // is elementwise.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,7 +22,9 @@ class Optimizer {
  public:
   /// Takes the parameters to update (leaves requiring grad).
   explicit Optimizer(std::vector<Tensor> params);
-  virtual ~Optimizer() = default;
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
   /// Drops every parameter's gradient. Example: `opt.zero_grad(); loss.backward(); opt.step();`
   void zero_grad();
   /// Applies one update to every parameter that has a gradient.
@@ -40,7 +44,18 @@ class Optimizer {
   virtual void set_lr(double lr) = 0;
 
  protected:
+  /// The hyper-parameters by name, as a captured step was recorded with them.
+  virtual std::vector<std::pair<const char*, double>> hyper_parameters() const = 0;
+  /// The optimizer's name in messages ("Adam").
+  virtual const char* name() const = 0;
+  /// While a CUDA graph captures work on `device`: has each replay refused once hyper_parameters()
+  /// differ from their values now (a captured launch holds them as they are).
+  void check_hyper_parameters_on_replay(Device device) const;
+
   std::vector<Tensor> params_;  ///< the parameters, in the order given
+
+ private:
+  std::shared_ptr<const Optimizer*> self_;  // null once destroyed; read by the replay checks
 };
 
 /// SGD hyper-parameters (PyTorch's meaning). Example: `{.lr = 0.1, .momentum = 0.9}`.
@@ -50,6 +65,9 @@ struct SGDOptions {
   double dampening = 0.0;      ///< dampening of the momentum
   double weight_decay = 0.0;   ///< L2 penalty added to the gradient
   bool nesterov = false;       ///< Nesterov momentum
+  /// CUDA parameters: all of one dtype in one multi-tensor launch (needed to capture the step in a
+  /// sg::cuda::Graph); false: a launch per parameter. CPU parameters run a loop each either way.
+  bool fused = true;
 };
 
 /// Example: `sg::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});`
@@ -66,6 +84,10 @@ class SGD : public Optimizer {
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
   SGDOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
 
+ protected:
+  std::vector<std::pair<const char*, double>> hyper_parameters() const override;
+  const char* name() const override { return "SGD"; }
+
  private:
   std::vector<Tensor> momentum_;
   std::vector<bool> started_;
@@ -79,6 +101,10 @@ struct AdamOptions {
   double eps = 1e-8;           ///< added to the denominator
   double weight_decay = 0.0;   ///< L2 penalty (or decoupled decay for AdamW)
   bool decoupled_weight_decay = false;  ///< AdamW
+  /// CUDA parameters: all of one dtype in one multi-tensor launch, with the step count kept on the
+  /// device (needed to capture the step in a sg::cuda::Graph); false: a launch per parameter with the
+  /// step count passed from the host. CPU parameters run a loop each either way.
+  bool fused = true;
 };
 
 /// Example: `sg::optim::Adam opt({U, mu}, {.lr = 0.05});`
@@ -94,8 +120,9 @@ class Adam : public Optimizer {
   /// Restores Adam::state_dict(). Example: `opt.load_state_dict(s);`
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
   AdamOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
-  /// Number of step() calls so far (the t of the bias correction). Example: `opt.steps_taken()`.
-  int64_t steps_taken() const { return step_; }
+  /// Number of steps taken so far, replays of a captured step included (the t of the bias
+  /// correction; read back from the device in the fused CUDA step). Example: `opt.steps_taken()`.
+  int64_t steps_taken() const;
   /// @{
   /// The first and second moment buffers of parameter i (for checkpoints).
   /// Example: `auto m = opt.exp_avg(0);`
@@ -103,11 +130,19 @@ class Adam : public Optimizer {
   Tensor& exp_avg_sq(size_t i) { return exp_avg_sq_.at(i); }
   /// @}
   /// Sets the step count (restoring a checkpoint). Example: `opt.set_steps_taken(100);`
-  void set_steps_taken(int64_t s) { step_ = s; }
+  void set_steps_taken(int64_t s);
+
+ protected:
+  std::vector<std::pair<const char*, double>> hyper_parameters() const override;
+  const char* name() const override { return "Adam"; }
 
  private:
+  /// True when step() runs the multi-tensor CUDA update (options.fused, every parameter on one GPU).
+  bool runs_fused() const;
+
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
-  int64_t step_ = 0;
+  int64_t step_ = 0;  // the host's count; the fused CUDA step keeps its own in counter_
+  Tensor counter_;    // fused CUDA step: float64 [t, 1 − beta1^t, 1 − beta2^t] on the parameters' device
 };
 
 /// Learning-rate schedules, like torch.optim.lr_scheduler: each sets the optimizer's rate from its

@@ -1,0 +1,334 @@
+// sg::cuda::Graph: a captured training step replays to the parameters the eager step gives, bit
+// for bit, in float32 and float64 (a structured Gaussian fit with Adam and with SGD, and a
+// Gaussian-process step through Cholesky, solve and logdet); replays allocate nothing; an op that
+// cannot be captured fails naming itself and leaves the stream usable; a changed learning rate is
+// caught before replay; a failed Cholesky of a replay is reported by check_errors. And the
+// multi-tensor optimizer steps against the per-parameter ones.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <structgrad/structgrad.h>
+#include "test_util.h"
+
+namespace {
+
+TEST(CudaGraph, WithoutCudaItIsAClearError) {
+  if (sg::cuda::built_with_cuda()) GTEST_SKIP() << "this build has CUDA";
+  EXPECT_EQ(sgtest::message_of([] { sg::cuda::Graph graph; }), "cuda::Graph: structgrad was built without CUDA");
+  EXPECT_FALSE(sg::cuda::is_capturing());
+}
+
+#define SKIP_WITHOUT_GPU()                                                             \
+  do {                                                                                 \
+    if (!sg::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine"; \
+  } while (0)
+
+sg::TensorOptions on_gpu(sg::DType dtype) { return sg::TensorOptions().dtype(dtype).device(sg::kCUDA); }
+
+/// The bench's model: precision UᵀU with U upper, mean μ; loss ½·mean‖U(x − μ)‖² − Σ log|Uᵢᵢ|.
+struct GaussianFit {
+  sg::UpperTriangular u;
+  sg::Tensor mu, x, loss;
+  std::unique_ptr<sg::optim::Optimizer> opt;
+
+  GaussianFit(int64_t d, sg::DType dtype, bool adam) {
+    sg::manual_seed(7);
+    const auto o = on_gpu(dtype);
+    u = sg::triu(sg::randn({d, d}, o) * 0.1 + sg::eye(d, o));
+    u.requires_grad_();
+    mu = sg::zeros({d}, o.requires_grad());
+    x = sg::randn({256, d}, o);
+    if (adam) opt = std::make_unique<sg::optim::Adam>(std::vector<sg::Tensor>{u, mu}, sg::optim::AdamOptions{.lr = 1e-2});
+    else opt = std::make_unique<sg::optim::SGD>(std::vector<sg::Tensor>{u, mu}, sg::optim::SGDOptions{.lr = 1e-2, .momentum = 0.9});
+  }
+  void step() {
+    opt->zero_grad();
+    const sg::Tensor z = sg::linear(x - mu, u);
+    loss = 0.5 * sg::mean(sg::sum(sg::square(z), 1)) - sg::sum(sg::log(sg::abs(sg::diagonal(u))));
+    loss.backward();
+    opt->step();
+  }
+};
+
+void expect_bitwise_equal(const sg::Tensor& a, const sg::Tensor& b, const std::string& what) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  ASSERT_EQ(x.size(), y.size()) << what;
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << what << " differs at " << i;
+}
+
+class GraphedStep : public ::testing::TestWithParam<std::tuple<sg::DType, bool>> {};
+
+TEST_P(GraphedStep, HundredStepsGiveTheEagerParametersBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const auto [dtype, adam] = GetParam();
+  GaussianFit eager(48, dtype, adam), graphed(48, dtype, adam);
+  for (int i = 0; i < 100; ++i) eager.step();
+
+  sg::cuda::Graph graph;
+  graph.capture([&] { graphed.step(); }, /*warmup=*/3);
+  ASSERT_TRUE(graph.has_graph());
+  for (int i = 0; i < 97; ++i) graph.replay();
+  sg::cuda::synchronize();
+
+  expect_bitwise_equal(eager.u, graphed.u, "U");
+  expect_bitwise_equal(eager.mu, graphed.mu, "mu");
+  expect_bitwise_equal(eager.loss, graphed.loss, "the last loss");
+  expect_bitwise_equal(eager.u.grad(), graphed.u.grad(), "U's gradient");
+  if (adam) EXPECT_EQ(static_cast<sg::optim::Adam&>(*graphed.opt).steps_taken(), 100);
+  // The fit moved: the comparison is not of two untouched parameters.
+  EXPECT_GT(sg::max(sg::abs(graphed.mu)).item(), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GraphedStep,
+                         ::testing::Combine(::testing::Values(sg::kFloat32, sg::kFloat64), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(sg::dtype_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "Adam" : "SgdMomentum");
+                         });
+
+TEST(CudaGraph, ReplaysAllocateNothingOverTenThousandReplays) {
+  SKIP_WITHOUT_GPU();
+  GaussianFit fit(64, sg::kFloat32, true);
+  sg::cuda::Graph graph;
+  graph.capture([&] { fit.step(); });
+  for (int i = 0; i < 10; ++i) graph.replay();
+  sg::cuda::synchronize();
+  const sg::AllocatorStats before = sg::cuda::allocator_stats();
+  const sg::cuda::TransferStats copies = sg::cuda::transfer_stats();
+  for (int i = 0; i < 10000; ++i) graph.replay();
+  sg::cuda::synchronize();
+  const sg::AllocatorStats after = sg::cuda::allocator_stats();
+  EXPECT_EQ(after.num_allocations, before.num_allocations);
+  EXPECT_EQ(after.num_device_mallocs, before.num_device_mallocs);
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(after.bytes_cached, before.bytes_cached);
+  EXPECT_EQ(sg::cuda::transfer_stats().host_to_device, copies.host_to_device);
+  EXPECT_EQ(sg::cuda::transfer_stats().device_to_host, copies.device_to_host);
+  EXPECT_EQ(static_cast<sg::optim::Adam&>(*fit.opt).steps_taken(), 3 + 10 + 10000);
+}
+
+TEST(CudaGraph, AnOpThatCannotBeCapturedFailsNamingItselfAndLeavesTheStreamUsable) {
+  SKIP_WITHOUT_GPU();
+  GaussianFit fit(16, sg::kFloat32, true);
+  sg::cuda::Graph graph;
+  const std::string item = sgtest::message_of([&] {
+    graph.capture([&] {
+      fit.step();
+      (void)fit.loss.item();
+    });
+  });
+  EXPECT_NE(item.find("item: cannot run while a CUDA graph captures work on cuda:0"), std::string::npos) << item;
+  EXPECT_NE(item.find("reads a value back to the host"), std::string::npos) << item;
+  EXPECT_FALSE(graph.has_graph());
+  EXPECT_FALSE(sg::cuda::is_capturing());
+
+  const std::string randn = sgtest::message_of([&] { graph.capture([&] { (void)sg::randn({4}, on_gpu(sg::kFloat32)); }, 0); });
+  EXPECT_NE(randn.find("randn: cannot run while a CUDA graph captures"), std::string::npos) << randn;
+  const std::string sync = sgtest::message_of([&] { graph.capture([] { sg::cuda::synchronize(); }, 0); });
+  EXPECT_NE(sync.find("cuda::synchronize: cannot run while a CUDA graph captures"), std::string::npos) << sync;
+
+  // Eager work on the library stream still runs and gives the CPU's answer.
+  const sg::Tensor a = sg::randn({32, 32}, sg::kFloat64);
+  const sg::Tensor on_device = sg::matmul(a.to(sg::kCUDA), a.to(sg::kCUDA));
+  EXPECT_TRUE(sg::allclose(on_device.to(sg::kCPU), sg::matmul(a, a), 1e-12, 1e-12));
+  // And the same graph captures a clean step afterwards.
+  graph.capture([&] { fit.step(); });
+  graph.replay();
+  graph.check_errors();
+  EXPECT_TRUE(std::isfinite(fit.loss.item()));
+}
+
+TEST(CudaGraph, AChangedLearningRateIsCaughtBeforeReplay) {
+  SKIP_WITHOUT_GPU();
+  GaussianFit fit(16, sg::kFloat32, true);
+  sg::cuda::Graph graph;
+  graph.capture([&] { fit.step(); });
+  graph.replay();
+  fit.opt->set_lr(5e-3);
+  EXPECT_EQ(sgtest::message_of([&] { graph.replay(); }),
+            "Graph::replay: Adam's lr is 0.005 but the step was captured with 0.01; the captured launches hold the "
+            "old value, so capture the step again after changing it");
+  fit.opt->set_lr(1e-2);
+  graph.replay();
+  graph.reset();
+  fit.opt->set_lr(5e-3);
+  graph.capture([&] { fit.step(); });
+  graph.replay();
+  sg::cuda::synchronize();
+}
+
+/// A Gaussian-process marginal likelihood step on fixed inputs: Cholesky, a triangular solve and the
+/// log-determinant, forward and backward, with Adam on the log-scales.
+struct GpStep {
+  sg::Tensor d2, eye, y, log_ell, log_sigma, log_noise, loss;
+  std::unique_ptr<sg::optim::Adam> opt;
+  sg::Tensor info;
+
+  GpStep(int64_t n, sg::DType dtype) {
+    sg::manual_seed(3);
+    const auto o = on_gpu(dtype);
+    const sg::Tensor x = sg::rand({n, 1}, o) * 6.0 - 3.0;
+    d2 = sg::square(x - sg::transpose(x));
+    eye = sg::eye(n, o);
+    y = sg::tanh(3.0 * x) + 0.1 * sg::randn({n, 1}, o);
+    log_ell = sg::full({}, 0.0, o.requires_grad());
+    log_sigma = sg::full({}, 0.0, o.requires_grad());
+    log_noise = sg::full({}, -0.7, o.requires_grad());
+    opt = std::make_unique<sg::optim::Adam>(std::vector<sg::Tensor>{log_ell, log_sigma, log_noise},
+                                            sg::optim::AdamOptions{.lr = 0.05});
+  }
+  void step() {
+    opt->zero_grad();
+    const sg::Symmetric k = sg::sym(sg::exp(2.0 * log_sigma) * sg::exp(d2 * (-0.5 * sg::exp(-2.0 * log_ell))) +
+                                    sg::exp(2.0 * log_noise) * eye);
+    const sg::LowerTriangular l = sg::cholesky(k);
+    const sg::Tensor z = sg::solve_triangular(l, y);
+    loss = 0.5 * sg::sum(sg::square(z)) + sg::logdet(l);
+    loss.backward();
+    opt->step();
+  }
+};
+
+TEST(CudaGraph, AGaussianProcessStepReplaysWithoutAHostRoundTrip) {
+  SKIP_WITHOUT_GPU();
+  for (sg::DType dtype : {sg::kFloat32, sg::kFloat64}) {
+    SCOPED_TRACE(sg::dtype_name(dtype));
+    GpStep eager(200, dtype), graphed(200, dtype);
+    for (int i = 0; i < 30; ++i) eager.step();
+    sg::cuda::Graph graph;
+    graph.capture([&] { graphed.step(); });
+    sg::cuda::synchronize();
+    const sg::cuda::TransferStats before = sg::cuda::transfer_stats();
+    for (int i = 0; i < 27; ++i) graph.replay();
+    sg::cuda::synchronize();
+    EXPECT_EQ(sg::cuda::transfer_stats().device_to_host, before.device_to_host);
+    EXPECT_EQ(sg::cuda::transfer_stats().host_to_device, before.host_to_device);
+    graph.check_errors();
+    for (const auto& [a, b] : {std::pair{eager.log_ell, graphed.log_ell}, std::pair{eager.log_noise, graphed.log_noise},
+                               std::pair{eager.loss, graphed.loss}})
+      expect_bitwise_equal(a, b, "GP");
+    EXPECT_NE(eager.log_ell.item(), 0.0);
+  }
+}
+
+TEST(CudaGraph, CheckErrorsReportsACholeskyThatFailedInAReplay) {
+  SKIP_WITHOUT_GPU();
+  GpStep gp(64, sg::kFloat64);
+  sg::cuda::Graph graph;
+  graph.capture([&] { gp.step(); });
+  graph.replay();
+  graph.check_errors();  // positive definite so far
+  // An infinite lengthscale, unit signal and no noise make K the matrix of ones: its second pivot is 0.
+  gp.log_ell.detach().fill_(INFINITY);
+  gp.log_sigma.detach().fill_(0.0);
+  gp.log_noise.detach().fill_(-INFINITY);
+  graph.replay();
+  const std::string message = sgtest::message_of([&] { graph.check_errors(); });
+  EXPECT_EQ(message.rfind("cholesky: ", 0), 0u) << message;
+  EXPECT_NE(message.find("is not positive definite: pivot 2 of 64 is not positive"), std::string::npos) << message;
+}
+
+/// Parameters of several shapes and both structures, more than one launch's list holds.
+std::vector<sg::Tensor> many_parameters(sg::DType dtype) {
+  sg::manual_seed(11);
+  std::vector<sg::Tensor> params;
+  for (int i = 0; i < 41; ++i) {
+    sg::Tensor p = i % 3 == 0 ? sg::Tensor(sg::triu(sg::randn({9, 9}, on_gpu(dtype)))) : sg::randn({i + 1}, on_gpu(dtype));
+    params.push_back(p.requires_grad_());
+  }
+  return params;
+}
+
+/// `steps` steps of make(params) on the loss Σ tanh(k·p), the same for both optimizers compared.
+std::vector<sg::Tensor> train(sg::DType dtype, int steps,
+                              const std::function<std::unique_ptr<sg::optim::Optimizer>(std::vector<sg::Tensor>)>& make) {
+  std::vector<sg::Tensor> params = many_parameters(dtype);
+  auto opt = make(params);
+  for (int s = 0; s < steps; ++s) {
+    opt->zero_grad();
+    sg::Tensor loss = sg::full({}, 0.0, on_gpu(dtype));
+    for (size_t i = 0; i < params.size(); ++i) loss = loss + sg::sum(sg::tanh(params[i] * double(i % 5 + 1)));
+    loss.backward();
+    opt->step();
+  }
+  return params;
+}
+
+TEST(FusedOptimizer, SgdMatchesThePerParameterStepBitForBit) {
+  SKIP_WITHOUT_GPU();
+  for (sg::DType dtype : {sg::kFloat32, sg::kFloat64}) {
+    for (bool nesterov : {false, true}) {
+      auto make = [&](bool fused) {
+        return [=](std::vector<sg::Tensor> p) -> std::unique_ptr<sg::optim::Optimizer> {
+          return std::make_unique<sg::optim::SGD>(
+              p, sg::optim::SGDOptions{.lr = 0.02, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = nesterov, .fused = fused});
+        };
+      };
+      const auto a = train(dtype, 50, make(true)), b = train(dtype, 50, make(false));
+      for (size_t i = 0; i < a.size(); ++i) expect_bitwise_equal(a[i], b[i], "SGD parameter " + std::to_string(i));
+    }
+  }
+}
+
+// The fused step computes Adam's bias corrections 1 − βᵗ on the device, the per-parameter step on
+// the host: both in double, with pow functions that may differ in the last bit. Rounded to float32
+// that difference vanishes, so float32 matches bit for bit; float64 parameters may differ by a few
+// units in the last place, bounded here by 1e-13 relative after 100 steps.
+TEST(FusedOptimizer, AdamMatchesThePerParameterStep) {
+  SKIP_WITHOUT_GPU();
+  for (sg::DType dtype : {sg::kFloat32, sg::kFloat64}) {
+    for (bool decoupled : {false, true}) {
+      auto make = [&](bool fused) {
+        return [=](std::vector<sg::Tensor> p) -> std::unique_ptr<sg::optim::Optimizer> {
+          return std::make_unique<sg::optim::Adam>(
+              p, sg::optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-2, .decoupled_weight_decay = decoupled, .fused = fused});
+        };
+      };
+      const auto a = train(dtype, 100, make(true)), b = train(dtype, 100, make(false));
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (dtype == sg::kFloat32) {
+          expect_bitwise_equal(a[i], b[i], "Adam parameter " + std::to_string(i));
+        } else {
+          const std::vector<double> x = a[i].to_vector(), y = b[i].to_vector();
+          for (size_t j = 0; j < x.size(); ++j)
+            ASSERT_LE(std::abs(x[j] - y[j]), 1e-13 * std::max(1.0, std::abs(y[j]))) << "parameter " << i << "[" << j << "]";
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedOptimizer, AdamStateDictCarriesTheDeviceStepCount) {
+  SKIP_WITHOUT_GPU();
+  sg::Tensor p = sg::randn({5}, on_gpu(sg::kFloat32)).requires_grad_();
+  sg::optim::Adam opt({p}, {.lr = 0.1});
+  for (int i = 0; i < 4; ++i) {
+    opt.zero_grad();
+    sg::sum(sg::square(p)).backward();
+    opt.step();
+  }
+  EXPECT_EQ(opt.steps_taken(), 4);
+  sg::Tensor q = p.detach().clone().requires_grad_();
+  sg::optim::Adam resumed({q}, {.lr = 0.1});
+  resumed.load_state_dict(opt.state_dict());
+  EXPECT_EQ(resumed.steps_taken(), 4);
+  for (sg::optim::Adam* o : {&opt, &resumed}) {
+    o->zero_grad();
+    sg::sum(sg::square(o->params()[0])).backward();
+    o->step();
+  }
+  expect_bitwise_equal(p, q, "the resumed parameter");
+  // Switching to the per-parameter step carries the count over.
+  opt.options.fused = false;
+  opt.zero_grad();
+  sg::sum(sg::square(p)).backward();
+  opt.step();
+  EXPECT_EQ(opt.steps_taken(), 6);
+}
+
+}  // namespace
