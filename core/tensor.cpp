@@ -7,7 +7,7 @@
 #include <atomic>
 #include <ostream>
 
-#include <structgrad/core/cuda_graph.h>
+#include "core/capture.h"
 #include <structgrad/core/cuda_runtime_api.h>
 #include "core/dispatch.h"
 

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -81,7 +82,12 @@ struct DeviceCache {
   std::unordered_map<FreeKey, std::vector<void*>, FreeKeyHash> free_blocks;
   std::unordered_map<void*, BlockInfo> live;
   std::vector<PendingBlock> pending;
+  /// Blocks used on other streams and freed while this thread captured a graph (no event can be
+  /// recorded then): freed as usual by the next allocation outside capture.
+  std::vector<std::pair<void*, BlockInfo>> freed_in_capture;
   std::vector<cudaEvent_t> idle_events;
+  /// Streams of live CUDA graphs: their free blocks are memory the graphs' replays use.
+  std::unordered_set<cudaStream_t> graph_streams;
   AllocatorStats stats;
 };
 
@@ -135,15 +141,20 @@ void release_cached_blocks_locked(int device, DeviceCache& cache) {
   // Work queued on any stream before the blocks were freed may still use them.
   SG_CUDA_CHECK(cudaDeviceSynchronize());
   collect_pending_locked(cache);
-  for (auto& [key, blocks] : cache.free_blocks) {
+  for (auto it = cache.free_blocks.begin(); it != cache.free_blocks.end();) {
+    auto& [key, blocks] = *it;
+    if (cache.graph_streams.count(key.first)) {  // a live graph's pool: its replays use these blocks
+      ++it;
+      continue;
+    }
     while (!blocks.empty()) {
       SG_CUDA_CHECK(cudaFree(blocks.back()));
       blocks.pop_back();
       cache.stats.bytes_cached -= key.second;
       cache.stats.num_device_frees += 1;
     }
+    it = cache.free_blocks.erase(it);
   }
-  cache.free_blocks.clear();
 }
 
 std::string gib_string(size_t bytes) {
@@ -179,6 +190,46 @@ void* try_device_malloc(int device, size_t block_size, cudaError_t* error) {
   return ptr;
 }
 
+/// Puts a block that is no longer used by tensors back into the cache: on its stream's free list at
+/// once, or, when other streams used it too, in `pending` behind an event on each. Runs in Storage's
+/// destructor, so it never throws: where an event cannot be recorded (a stream destroyed since), the
+/// device is synchronised instead and the block is free at once. Caller holds cache.mutex.
+void free_block_locked(int device, DeviceCache& cache, void* ptr, BlockInfo block) {
+  cache.stats.bytes_in_use -= block.size;
+  cache.stats.bytes_cached += block.size;
+  if (block.uses.empty()) {
+    // No wait here: see "Stream-ordered reuse" at the top of this file.
+    cache.free_blocks[{block.stream, block.size}].push_back(ptr);
+    return;
+  }
+  DeviceGuard guard(device);
+  PendingBlock pending{ptr, block.size, block.stream, {}};
+  bool recorded = true;
+  for (cudaStream_t use : block.uses) {
+    cudaEvent_t e = nullptr;
+    if (!cache.idle_events.empty()) {
+      e = cache.idle_events.back();
+      cache.idle_events.pop_back();
+    } else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+      recorded = false;
+      break;
+    }
+    pending.events.push_back(e);
+    if (cudaEventRecord(e, use) != cudaSuccess) {
+      recorded = false;
+      break;
+    }
+  }
+  if (recorded) {
+    cache.pending.push_back(std::move(pending));
+    return;
+  }
+  (void)cudaGetLastError();
+  (void)cudaDeviceSynchronize();
+  cache.idle_events.insert(cache.idle_events.end(), pending.events.begin(), pending.events.end());
+  cache.free_blocks[{block.stream, block.size}].push_back(ptr);
+}
+
 }  // namespace
 
 AllocatorStats allocator_stats_of(int device) {
@@ -189,6 +240,14 @@ AllocatorStats allocator_stats_of(int device) {
 }
 
 bool uses_external_allocator() { return external_set.load(std::memory_order_acquire); }
+
+void set_graph_stream(int device, cudaStream_t stream, bool live) {
+  check_device(device);
+  DeviceCache& cache = cache_of(device);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (live) cache.graph_streams.insert(stream);
+  else cache.graph_streams.erase(stream);
+}
 
 void release_all_cached_blocks() {
   const int count = std::min(sg::cuda::device_count(), kMaxDevices);
@@ -233,8 +292,16 @@ void* device_allocate(Device device, size_t nbytes) {
   if (nbytes > kLargestRequest) fail_out_of_memory(device.index, nbytes, cache.stats, cudaSuccess);
   const size_t block_size = round_block_size(nbytes);
 
-  // Events cannot be queried while this thread captures: pending blocks wait for a later allocation.
-  if (!cache.pending.empty() && !capturing(device.index)) collect_pending_locked(cache);
+  // Events cannot be recorded or queried while this thread captures: such work waits for a later
+  // allocation.
+  if (!capturing(device.index)) {
+    if (!cache.freed_in_capture.empty()) {
+      auto freed = std::move(cache.freed_in_capture);
+      cache.freed_in_capture.clear();
+      for (auto& [block_ptr, block] : freed) free_block_locked(device.index, cache, block_ptr, std::move(block));
+    }
+    if (!cache.pending.empty()) collect_pending_locked(cache);
+  }
   void* ptr = nullptr;
   auto bucket = cache.free_blocks.find({s, block_size});
   if (bucket != cache.free_blocks.end() && !bucket->second.empty()) {
@@ -283,42 +350,11 @@ void device_free(Device device, void* ptr, size_t nbytes) {
   }
   BlockInfo block = std::move(found->second);
   cache.live.erase(found);
-  cache.stats.bytes_in_use -= block.size;
-  cache.stats.bytes_cached += block.size;
-  if (block.uses.empty()) {
-    // No wait here: see "Stream-ordered reuse" at the top of this file.
-    cache.free_blocks[{block.stream, block.size}].push_back(ptr);
+  if (!block.uses.empty() && capturing(device.index)) {
+    cache.freed_in_capture.emplace_back(ptr, std::move(block));
     return;
   }
-  // An event on each stream that uses the block; the block waits in `pending` until all complete.
-  // This runs in Storage's destructor, so it never throws: where an event cannot be recorded (a
-  // stream destroyed since), the device is synchronised instead and the block is free at once.
-  DeviceGuard guard(device.index);
-  PendingBlock pending{ptr, block.size, block.stream, {}};
-  bool recorded = true;
-  for (cudaStream_t use : block.uses) {
-    cudaEvent_t e = nullptr;
-    if (!cache.idle_events.empty()) {
-      e = cache.idle_events.back();
-      cache.idle_events.pop_back();
-    } else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
-      recorded = false;
-      break;
-    }
-    pending.events.push_back(e);
-    if (cudaEventRecord(e, use) != cudaSuccess) {
-      recorded = false;
-      break;
-    }
-  }
-  if (recorded) {
-    cache.pending.push_back(std::move(pending));
-    return;
-  }
-  (void)cudaGetLastError();
-  (void)cudaDeviceSynchronize();
-  cache.idle_events.insert(cache.idle_events.end(), pending.events.begin(), pending.events.end());
-  cache.free_blocks[{block.stream, block.size}].push_back(ptr);
+  free_block_locked(device.index, cache, ptr, std::move(block));
 }
 
 void record_stream_use(Device device, void* ptr, CUstream_st* use) {

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <type_traits>
 
-#include <structgrad/core/cuda_graph.h>
+#include "core/capture.h"
 #include <structgrad/core/storage.h>
 #include "cuda/allocator.h"
 #include "cuda/check.h"

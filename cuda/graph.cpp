@@ -9,27 +9,31 @@
 //
 // Capture runs in cudaStreamCaptureModeThreadLocal, so other threads may keep working on other
 // streams. The allocator calls cudaMalloc in relaxed mode while this thread captures and leaves
-// events and the driver alone (cuda/allocator.cpp). Ops that would read back to the host refuse to
-// run (refuse_under_capture); ops whose check of their results reads back defer the check to
-// Graph::check_errors (defer_check); hosts-side values that captured kernels received by value are
+// events and the driver alone (cuda/allocator.cpp), and keeps a live graph's pool from empty_cache.
+// Ops that would read back to the host refuse to run (refuse_under_capture), and the capture can
+// then not end with a graph; ops whose check of their results reads back defer the check to
+// Graph::check_errors (defer_check); host-side values that captured kernels received by value are
 // checked before each replay (check_before_replay).
 #include <structgrad/core/cuda_graph.h>
 
 #include <cuda_runtime.h>
 
 #include <array>
+#include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
+#include "core/capture.h"
 #include "cuda/allocator.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 
-namespace sg::cuda {
+namespace sg::detail::cuda {
 
-struct Graph::State {
+struct GraphState {
   int device = 0;
   cudaStream_t stream = nullptr;
   cudaGraph_t graph = nullptr;
@@ -38,22 +42,17 @@ struct Graph::State {
   cudaEvent_t replayed = nullptr;  // recorded after each replay
   bool replayed_once = false;
   bool capturing = false;
-  std::unique_ptr<StreamGuard> guard;  // the graph's stream made current while warming up or capturing
-  cudaStream_t outer = nullptr;        // the stream that was current before
+  std::string refused;  // the first refused op's message: the capture cannot end with a graph
+  std::unique_ptr<sg::cuda::StreamGuard> guard;  // the graph's stream made current while capturing
+  cudaStream_t outer = nullptr;                  // the stream that was current before
   std::vector<std::function<void()>> deferred_checks;
   std::vector<std::function<void()>> replay_checks;
 };
 
-}  // namespace sg::cuda
-
-namespace sg::detail::cuda {
-
 namespace {
 
-using sg::cuda::Graph;
-
 /// The graph this thread is capturing into, per device (null when none).
-thread_local std::array<Graph::State*, kMaxDevices> active_capture{};
+thread_local std::array<GraphState*, kMaxDevices> active_capture{};
 
 /// Streams of finished graphs, per device, for the next graph (never destroyed: see the top).
 struct IdleStreams {
@@ -88,7 +87,7 @@ void give_back_graph_stream(int device, cudaStream_t s) {
   idle.streams[static_cast<size_t>(device)].push_back(s);
 }
 
-Graph::State* capture_of(Device device) {
+GraphState* capture_of(Device device) {
   if (!device.is_cuda() || device.index < 0 || device.index >= kMaxDevices) return nullptr;
   return active_capture[static_cast<size_t>(device.index)];
 }
@@ -106,18 +105,22 @@ namespace sg::detail {
 bool capturing(Device device) { return cuda::capture_of(device) != nullptr; }
 
 void refuse_under_capture(const char* op, Device device, const char* reason) {
-  SG_CHECK(!capturing(device), op, ": cannot run while a CUDA graph captures work on ", device, ": it ", reason,
-           "; do it outside the captured step");
+  cuda::GraphState* state = cuda::capture_of(device);
+  if (state == nullptr) return;
+  const std::string message = detail::concat(op, ": cannot run while a CUDA graph captures work on ", device,
+                                             ": it ", reason, "; do it outside the captured step");
+  if (state->refused.empty()) state->refused = message;
+  SG_FAIL(message);
 }
 
 void defer_check(Device device, std::function<void()> check) {
-  sg::cuda::Graph::State* state = cuda::capture_of(device);
+  cuda::GraphState* state = cuda::capture_of(device);
   SG_CHECK(state != nullptr, "defer_check: no capture in progress on ", device);
   state->deferred_checks.push_back(std::move(check));
 }
 
 void check_before_replay(Device device, std::function<void()> check) {
-  sg::cuda::Graph::State* state = cuda::capture_of(device);
+  cuda::GraphState* state = cuda::capture_of(device);
   SG_CHECK(state != nullptr, "check_before_replay: no capture in progress on ", device);
   state->replay_checks.push_back(std::move(check));
 }
@@ -139,34 +142,29 @@ void order_after(cudaStream_t to, cudaStream_t from, cudaEvent_t event) {
 
 }  // namespace
 
-Graph::Graph(int device) : state_(std::make_unique<State>()) {
+Graph::Graph(int device) : state_(std::make_unique<detail::cuda::GraphState>()) {
   detail::cuda::check_device(device);
   state_->device = device;
   DeviceGuard guard(device);
   state_->stream = detail::cuda::take_graph_stream(device);
   SG_CUDA_CHECK(cudaEventCreateWithFlags(&state_->ordered, cudaEventDisableTiming));
   SG_CUDA_CHECK(cudaEventCreateWithFlags(&state_->replayed, cudaEventDisableTiming));
+  detail::cuda::set_graph_stream(device, state_->stream, true);
 }
 
 Graph::~Graph() {
   if (!state_) return;
   try {
-    if (state_->capturing) {
-      cudaGraph_t partial = nullptr;
-      (void)cudaStreamEndCapture(state_->stream, &partial);
-      if (partial) (void)cudaGraphDestroy(partial);
-      detail::cuda::active_capture[static_cast<size_t>(state_->device)] = nullptr;
-      state_->guard.reset();
-    }
+    if (state_->capturing) abort_capture();
     reset();
-  } catch (...) {
-    // A destructor must not throw; the driver reported the error already where it could.
+    DeviceGuard guard(state_->device);
+    SG_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
+    SG_CUDA_CHECK(cudaEventDestroy(state_->ordered));
+    SG_CUDA_CHECK(cudaEventDestroy(state_->replayed));
+    detail::cuda::set_graph_stream(state_->device, state_->stream, false);
+  } catch (const std::exception& e) {  // a destructor must not throw
+    std::fprintf(stderr, "structgrad: cuda::Graph: %s\n", e.what());
   }
-  DeviceGuard guard(state_->device);
-  (void)cudaStreamSynchronize(state_->stream);
-  (void)cudaEventDestroy(state_->ordered);
-  (void)cudaEventDestroy(state_->replayed);
-  (void)cudaGetLastError();
   detail::cuda::give_back_graph_stream(state_->device, state_->stream);
 }
 
@@ -175,6 +173,19 @@ CUstream_st* Graph::stream() const { return state_->stream; }
 int Graph::device() const { return state_->device; }
 bool is_capturing(int device) { return detail::cuda::capturing(device); }
 
+void Graph::abort_capture() {
+  cudaGraph_t partial = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(state_->stream, &partial);
+  if (partial) (void)cudaGraphDestroy(partial);
+  if (ended != cudaSuccess) (void)cudaGetLastError();  // the capture's own error, reported by the caller
+  detail::cuda::active_capture[static_cast<size_t>(state_->device)] = nullptr;
+  state_->capturing = false;
+  state_->refused.clear();
+  state_->guard.reset();
+  state_->deferred_checks.clear();
+  state_->replay_checks.clear();
+}
+
 void Graph::capture(const std::function<void()>& step, int warmup) {
   SG_CHECK(warmup >= 0, "Graph::capture: warmup must be >= 0, got ", warmup);
   SG_CHECK(!state_->capturing && !has_graph(), "Graph::capture: the graph already holds captured work; reset() it first");
@@ -182,9 +193,12 @@ void Graph::capture(const std::function<void()>& step, int warmup) {
     DeviceGuard device_guard(state_->device);
     const cudaStream_t outer = detail::cuda::stream(state_->device);
     order_after(state_->stream, outer, state_->ordered);
-    {
+    try {
       StreamGuard on_graph_stream(state_->stream, state_->device);
       for (int i = 0; i < warmup; ++i) step();
+    } catch (...) {
+      order_after(outer, state_->stream, state_->ordered);
+      throw;
     }
     order_after(outer, state_->stream, state_->ordered);
   }
@@ -192,16 +206,7 @@ void Graph::capture(const std::function<void()>& step, int warmup) {
   try {
     step();
   } catch (...) {
-    // End the capture the error cut short, so that the stream and this thread are usable again.
-    cudaGraph_t partial = nullptr;
-    (void)cudaStreamEndCapture(state_->stream, &partial);
-    if (partial) (void)cudaGraphDestroy(partial);
-    (void)cudaGetLastError();
-    detail::cuda::active_capture[static_cast<size_t>(state_->device)] = nullptr;
-    state_->capturing = false;
-    state_->guard.reset();
-    state_->deferred_checks.clear();
-    state_->replay_checks.clear();
+    abort_capture();  // so that the stream and this thread are usable again
     throw;
   }
   capture_end();
@@ -230,19 +235,22 @@ void Graph::capture_end() {
   SG_CHECK(detail::cuda::active_capture[static_cast<size_t>(state_->device)] == state_.get(),
            "Graph::capture_end: the capture was begun on another thread");
   DeviceGuard device_guard(state_->device);
+  if (!state_->refused.empty()) {
+    const std::string refused = state_->refused;
+    abort_capture();
+    SG_FAIL("Graph::capture_end: the capture recorded no graph, because an op refused to run in it: ", refused);
+  }
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(state_->stream, &graph);
-  detail::cuda::active_capture[static_cast<size_t>(state_->device)] = nullptr;
-  state_->capturing = false;
-  state_->guard.reset();
   if (ended != cudaSuccess || graph == nullptr) {
     if (graph) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
-    state_->deferred_checks.clear();
-    state_->replay_checks.clear();
+    abort_capture();
     SG_FAIL("Graph::capture_end: the capture failed with ", cudaGetErrorName(ended), " (", cudaGetErrorString(ended),
             "); a call that cannot be captured ran while capturing");
   }
+  detail::cuda::active_capture[static_cast<size_t>(state_->device)] = nullptr;
+  state_->capturing = false;
+  state_->guard.reset();
   state_->graph = graph;
   SG_CUDA_CHECK(cudaGraphInstantiate(&state_->exec, graph, 0));
   order_after(state_->outer, state_->stream, state_->ordered);
@@ -275,13 +283,13 @@ void Graph::reset() {
   SG_CHECK(!state_->capturing, "Graph::reset: a capture is in progress");
   DeviceGuard device_guard(state_->device);
   if (state_->replayed_once) SG_CUDA_CHECK(cudaEventSynchronize(state_->replayed));
-  if (state_->exec) SG_CUDA_CHECK(cudaGraphExecDestroy(state_->exec));
-  if (state_->graph) SG_CUDA_CHECK(cudaGraphDestroy(state_->graph));
-  state_->exec = nullptr;
-  state_->graph = nullptr;
   state_->replayed_once = false;
   state_->deferred_checks.clear();
   state_->replay_checks.clear();
+  if (state_->exec) SG_CUDA_CHECK(cudaGraphExecDestroy(state_->exec));
+  state_->exec = nullptr;
+  if (state_->graph) SG_CUDA_CHECK(cudaGraphDestroy(state_->graph));
+  state_->graph = nullptr;
 }
 
 }  // namespace sg::cuda

@@ -20,7 +20,8 @@ namespace sg::detail::cuda {
 
 namespace {
 
-/// Slots per launch: the Adam list of float64 pointers and ends stays near 1.2 KiB of kernel arguments.
+/// Slots per launch: Adam's four pointers and an end per slot take 1.4 KiB of the 4 KiB of kernel
+/// arguments. ops/backend.h's multi-tensor calls name this limit.
 constexpr int kMaxSlots = 36;
 
 /// Where element i of a launch's flattened parameters lies: slot `slot`, offset `offset`.

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <structgrad/core/cuda_graph.h>
+#include "core/capture.h"
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
 #include <structgrad/core/storage.h>

@@ -25,7 +25,7 @@ int compute_capability(int device);
 enum class TransferDirection { HostToDevice, DeviceToHost };
 /// Counts one copy of `bytes` between host memory and `device` (sg::cuda::transfer_stats()).
 void count_transfer(int device, TransferDirection direction, size_t bytes);
-/// True while this thread captures work on `device` into a sg::cuda::Graph (cuda/graph.cpp).
+/// True while this thread captures work on `device` into an sg::cuda::Graph (cuda/graph.cpp).
 bool capturing(int device);
 /// Throws sg::Error unless `device` exists ("cuda:3 is not available: 1 CUDA device(s) found").
 void check_device(int device);

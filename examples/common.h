@@ -29,8 +29,12 @@ struct Args {
   Args(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
-      if (a == "--quiet" || a == "--graph") {
-        (a == "--quiet" ? quiet : graph) = true;
+      if (a == "--quiet") {
+        quiet = true;
+        continue;
+      }
+      if (a == "--graph") {
+        graph = true;
         continue;
       }
       if (a.rfind("--", 0) != 0 || i + 1 >= argc) {
@@ -58,16 +62,15 @@ struct Args {
   }
 };
 
-/// Runs steps 1..`steps` of a training loop: `step()` (zero_grad, loss, backward, optimizer step), then
-/// `after(s)` (printing, checks that read back). With --graph on CUDA, the first three steps warm up
-/// and the rest replay one CUDA graph captured from `step`; the ops' deferred checks run at the end.
-/// Example: `examples::run_steps(args, steps, [&] { ... }, [&](int64_t s) { progress.update_lazy(s, ...); });`
+/// Runs training steps 1..`steps`: `step()` (zero_grad, loss, backward, optimizer step), then `after(s)`
+/// (printing, checks that read back), which returns false to stop. With --graph, the steps after three
+/// warm-up ones replay one CUDA graph captured from `step`. Example: see gaussian_precision.cpp.
 inline void run_steps(const Args& args, int64_t steps, const std::function<void()>& step,
-                      const std::function<void(int64_t)>& after) {
+                      const std::function<bool(int64_t)>& after) {
   if (!args.graph) {
     for (int64_t s = 1; s <= steps; ++s) {
       step();
-      after(s);
+      if (!after(s)) return;
     }
     return;
   }
@@ -77,13 +80,19 @@ inline void run_steps(const Args& args, int64_t steps, const std::function<void(
     std::exit(2);
   }
   const int64_t warmup = std::min<int64_t>(3, steps);
+  int64_t done = 0;
+  bool go_on = true;
+  auto warm_step = [&] {  // the warm-up steps run eagerly on the graph's stream; the captured one does not
+    step();
+    if (++done <= warmup && go_on) go_on = after(done);
+  };
   sg::cuda::Graph graph(device.index);
-  graph.capture(step, static_cast<int>(warmup));  // runs the warm-up steps; the captured one runs at replay
-  for (int64_t s = warmup + 1; s <= steps; ++s) {
+  graph.capture(warm_step, static_cast<int>(warmup));
+  for (int64_t s = warmup + 1; s <= steps && go_on; ++s) {
     graph.replay();
-    after(s);
+    go_on = after(s);
   }
-  graph.check_errors();
+  graph.check_errors();  // the captured ops' own checks, on the last replay
 }
 
 /// The median milliseconds of `reps` calls of f on `device` (waited for on CUDA), after one warm-up.

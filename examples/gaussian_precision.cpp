@@ -49,7 +49,10 @@ int main(int argc, char** argv) {
     nll.backward();
     opt.step();
   };
-  examples::run_steps(args, steps, step, [&](int64_t s) { progress.update_lazy(s, [&] { return nll.item(); }); });
+  examples::run_steps(args, steps, step, [&](int64_t s) {
+    progress.update_lazy(s, [&] { return nll.item(); });
+    return true;
+  });
 
   // Recovered covariance (UᵀU)⁻¹ vs Σ*, and the sample covariance's error for reference.
   Eigen::MatrixXd u = sg::to_eigen<double>(factor().detach());

@@ -123,13 +123,14 @@ int main(int argc, char** argv) {
   };
   bool positive_definite = true;
   examples::run_steps(args, steps, step, [&](int64_t s) {
-    if (!positive_definite || !(progress.should_report(s) || s == steps)) return;
+    if (!(progress.should_report(s) || s == steps)) return true;
     if (info.item() != 0) {
       std::printf("step %lld: K is not positive definite (pivot %lld)\n", (long long)s, (long long)info.item());
       positive_definite = false;
-      return;
+      return false;
     }
     progress.update_lazy(s, [&] { return nll.item(); });
+    return true;
   });
   if (!positive_definite) return 1;
   if (on_cuda) {

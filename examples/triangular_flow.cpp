@@ -79,7 +79,10 @@ int main(int argc, char** argv) {
     loss.backward();
     opt.step();
   };
-  examples::run_steps(args, steps, step, [&](int64_t s) { progress.update_lazy(s, [&] { return loss.item(); }); });
+  examples::run_steps(args, steps, step, [&](int64_t s) {
+    progress.update_lazy(s, [&] { return loss.item(); });
+    return true;
+  });
   sg::NoGradGuard guard;
   const double test_nll = nll(test).item();
   std::printf("flow train NLL: %.4f\n", nll(train).item());

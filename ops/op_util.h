@@ -2,7 +2,7 @@
 // that device's backend. Internal.
 #pragma once
 
-#include <structgrad/core/cuda_graph.h>
+#include "core/capture.h"
 #include <structgrad/core/tensor.h>
 #include "core/structures.h"
 #include "ops/backend.h"

@@ -1,7 +1,7 @@
 // The matmul op's pool of UpperTriangular outputs (output_pool.h).
 #include "ops/output_pool.h"
 
-#include <structgrad/core/cuda_graph.h>
+#include "core/capture.h"
 
 #include <map>
 #include <mutex>
@@ -40,8 +40,8 @@ UpperOutput take_upper_output(int64_t rows, int64_t cols, DType dtype, Device de
   Pool& p = pool();
   void* data = nullptr;
   bool held = false;
-  // Under CUDA graph capture the pool is left alone both ways: whether a pooled block's zeros are
-  // still there is known at capture, not at a later replay.
+  // Under CUDA graph capture no block is taken from the pool, and none allocated then goes back to it:
+  // whether a pooled block's zeros are still there is known at capture, not at a later replay.
   const bool poolable = p.reuse.load() && !capturing(device);
   if (poolable) {
     std::lock_guard<std::mutex> lock(p.mutex);

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include <structgrad/core/cuda_graph.h>
-
 #include <structgrad/autograd/grad_mode.h>
-#include "ops/backend.h"
 #include <structgrad/ops/factories.h>
+#include "core/capture.h"
+#include "ops/backend.h"
 
 namespace sg::optim {
 
@@ -86,14 +85,15 @@ void SGD::step() {
     grads[i] = p.grad();
     if (!grads[i].defined()) continue;
     check_grad(i, p, grads[i]);
-    if (options.momentum > 0 && !momentum_[i].defined()) {
+    const bool use_momentum = options.momentum != 0.0;
+    if (use_momentum && !momentum_[i].defined()) {
       detail::refuse_under_capture("SGD::step", p.device(), "would start a momentum buffer, which every replay "
                                    "would start again; take one step before capturing");
       momentum_[i] = zeros_like(p);
     }
     if (momentum_[i].defined()) check_state("SGD", i, p, momentum_[i]);
     if (p.numel() == 0) continue;
-    slots.push_back({&p, &grads[i], options.momentum > 0 ? &momentum_[i] : nullptr, !started_[i]});
+    slots.push_back({&p, &grads[i], use_momentum ? &momentum_[i] : nullptr, !started_[i]});
   }
   if (slots.empty()) return;
   const Device device = slots[0].param->device();
@@ -156,7 +156,10 @@ void Adam::set_steps_taken(int64_t s) {
   }
   const double t = static_cast<double>(s);
   const std::vector<double> values = {t, 1.0 - std::pow(options.beta1, t), 1.0 - std::pow(options.beta2, t)};
-  counter_ = from_vector(values, {3}, TensorOptions().dtype(kFloat64).device(params_[0].device()));
+  const Tensor counter = from_vector(values, {3}, TensorOptions().dtype(kFloat64).device(params_[0].device()));
+  // In place where it exists: a captured step holds its address.
+  if (counter_.defined() && counter_.device() == counter.device()) counter_.copy_(counter);
+  else counter_ = counter;
 }
 
 void Adam::step() {

@@ -87,11 +87,13 @@ class StateReader {
   std::set<std::string> used_;
 };
 
-/// A fresh buffer on `param`'s device holding `value`.
-Tensor copy_buffer(const Tensor& value, const Tensor& param) {
-  Tensor out = zeros_like(param);
-  out.copy_(value.detach().to(param.device()));
-  return out;
+/// `buffer` (made like `param` where undefined or unlike it) set to `value`, in place where it exists: a
+/// captured step holds its address.
+void load_buffer(Tensor& buffer, const Tensor& value, const Tensor& param) {
+  if (!buffer.defined() || buffer.shape() != param.shape() || buffer.dtype() != param.dtype() ||
+      buffer.device() != param.device())
+    buffer = zeros_like(param);
+  buffer.copy_(value.detach().to(param.device()));
 }
 
 }  // namespace
@@ -136,7 +138,8 @@ void SGD::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sta
   NoGradGuard guard;
   options = o;
   for (size_t i = 0; i < params_.size(); ++i) {
-    momentum_[i] = buffers[i] ? copy_buffer(*buffers[i], params_[i]) : Tensor();
+    if (buffers[i]) load_buffer(momentum_[i], *buffers[i], params_[i]);
+    else momentum_[i] = Tensor();
     started_[i] = buffers[i] != nullptr;
   }
 }
@@ -190,8 +193,8 @@ void Adam::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& st
   options = o;
   set_steps_taken(steps);
   for (size_t i = 0; i < params_.size(); ++i) {
-    exp_avg_[i] = copy_buffer(*avg[i], params_[i]);
-    exp_avg_sq_[i] = copy_buffer(*avg_sq[i], params_[i]);
+    load_buffer(exp_avg_[i], *avg[i], params_[i]);
+    load_buffer(exp_avg_sq_[i], *avg_sq[i], params_[i]);
   }
 }
 

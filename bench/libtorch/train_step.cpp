@@ -116,7 +116,10 @@ double step_microseconds(const Workload& w, torch::Device d, bool graphed, int s
   }
   if (d.is_cuda()) torch::cuda::synchronize();
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) graphed ? graph->replay() : w.step();
+  for (int i = 0; i < steps; ++i) {
+    if (graphed) graph->replay();
+    else w.step();
+  }
   *final_loss = w.loss();
   const auto stop = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::micro>(stop - start).count() / steps;
@@ -158,7 +161,8 @@ int main(int argc, char** argv) {
       } else if (model == "gp_regression") {
         runs.push_back({"n=" + std::to_string(gp_n), [&] { return gp_regression(device, gp_n); }});
       } else {
-        continue;  // no libtorch counterpart
+        std::fprintf(stderr, "libtorch_train_step: no libtorch counterpart of model '%s'\n", model.c_str());
+        return 2;
       }
       for (const auto& [label, make] : runs) {
         for (bool graphed : {false, true}) {

@@ -7,6 +7,7 @@
 #include <structgrad/core/cuda_runtime_api.h>
 #include <structgrad/core/error.h>
 #include <structgrad/core/storage.h>
+#include "core/capture.h"
 #include "ops/backend.h"
 
 namespace {
@@ -14,6 +15,10 @@ namespace {
   SG_FAIL(what, ": structgrad was built without CUDA");
 }
 }  // namespace
+
+namespace sg::detail::cuda {
+struct GraphState {};
+}  // namespace sg::detail::cuda
 
 namespace sg::cuda {
 
@@ -30,7 +35,6 @@ StreamGuard::~StreamGuard() = default;
 void use_external_allocator(const ExternalAllocator&) { fail_without_cuda("cuda::use_external_allocator"); }
 void record_stream(const Tensor&, CUstream_st*) { fail_without_cuda("cuda::record_stream"); }
 
-struct Graph::State {};
 Graph::Graph(int) { fail_without_cuda("cuda::Graph"); }
 Graph::~Graph() = default;
 void Graph::capture(const std::function<void()>&, int) { fail_without_cuda("cuda::Graph::capture"); }

@@ -154,12 +154,83 @@ TEST(CudaGraph, AChangedLearningRateIsCaughtBeforeReplay) {
             "Graph::replay: Adam's lr is 0.005 but the step was captured with 0.01; the captured launches hold the "
             "old value, so capture the step again after changing it");
   fit.opt->set_lr(1e-2);
-  graph.replay();
+  EXPECT_NO_THROW(graph.replay());
   graph.reset();
   fit.opt->set_lr(5e-3);
   graph.capture([&] { fit.step(); });
+  const std::vector<double> before = fit.mu.to_vector();
+  EXPECT_NO_THROW(graph.replay());
+  EXPECT_NE(fit.mu.to_vector(), before);
+
+  fit.opt.reset();  // the optimizer the step was captured with
+  EXPECT_EQ(sgtest::message_of([&] { graph.replay(); }),
+            "Graph::replay: the Adam optimizer of the captured step has been destroyed");
+}
+
+TEST(CudaGraph, CaptureEndRecordsNoGraphAfterARefusedOp) {
+  SKIP_WITHOUT_GPU();
+  GaussianFit fit(16, sg::kFloat32, true);
+  sg::cuda::Graph graph;
+  sg::cuda::synchronize();  // the model's tensors, made on the library stream, before the warm-up
+  {
+    sg::cuda::StreamGuard warm_up(graph.stream(), 0);
+    fit.step();
+  }
+  graph.capture_begin();
+  EXPECT_TRUE(sg::cuda::is_capturing());
+  fit.step();
+  EXPECT_THROW((void)fit.loss.item(), sg::Error);
+  const std::string message = sgtest::message_of([&] { graph.capture_end(); });
+  EXPECT_EQ(message.rfind("Graph::capture_end: the capture recorded no graph, because an op refused to run in it: "
+                          "item: cannot run while a CUDA graph captures",
+                          0),
+            0u)
+      << message;
+  EXPECT_FALSE(graph.has_graph());
+  EXPECT_FALSE(sg::cuda::is_capturing());
+  graph.capture_begin();
+  fit.step();
+  graph.capture_end();
+  const std::vector<double> before = fit.u.to_vector();
   graph.replay();
+  EXPECT_NE(fit.u.to_vector(), before);
+}
+
+TEST(CudaGraph, EmptyCacheLeavesALiveGraphsPoolAlone) {
+  SKIP_WITHOUT_GPU();
+  GaussianFit eager(96, sg::kFloat32, true), graphed(96, sg::kFloat32, true);
+  for (int i = 0; i < 40; ++i) eager.step();
+  sg::cuda::Graph graph;
+  graph.capture([&] { graphed.step(); });
+  for (int i = 0; i < 17; ++i) graph.replay();
+  sg::cuda::empty_cache();
+  (void)sg::randn({1 << 20}, on_gpu(sg::kFloat32));  // memory the driver may hand out again
+  for (int i = 0; i < 20; ++i) graph.replay();
   sg::cuda::synchronize();
+  expect_bitwise_equal(eager.u, graphed.u, "U");
+  expect_bitwise_equal(eager.mu, graphed.mu, "mu");
+}
+
+TEST(CudaGraph, ALoadedOptimizerStateIsWhatTheNextReplayReads) {
+  SKIP_WITHOUT_GPU();
+  GaussianFit fit(32, sg::kFloat64, true);
+  sg::cuda::Graph graph;
+  graph.capture([&] { fit.step(); });
+  for (int i = 0; i < 10; ++i) graph.replay();
+  // A checkpoint at step 13: parameters and optimizer state, cloned (state_dict shares its buffers).
+  const sg::Tensor u13 = fit.u.detach().clone(), mu13 = fit.mu.detach().clone();
+  std::vector<std::pair<std::string, sg::Tensor>> state = fit.opt->state_dict();
+  for (auto& [name, t] : state) t = t.clone();
+  for (int i = 0; i < 10; ++i) graph.replay();
+  const sg::Tensor u23 = fit.u.detach().clone();
+  for (int i = 0; i < 5; ++i) graph.replay();
+  // Back to step 13, then ten replays again.
+  fit.u.detach().copy_(u13);
+  fit.mu.detach().copy_(mu13);
+  fit.opt->load_state_dict(state);
+  EXPECT_EQ(static_cast<sg::optim::Adam&>(*fit.opt).steps_taken(), 13);
+  for (int i = 0; i < 10; ++i) graph.replay();
+  expect_bitwise_equal(fit.u, u23, "U after resuming");
 }
 
 /// A Gaussian-process marginal likelihood step on fixed inputs: Cholesky, a triangular solve and the
@@ -300,6 +371,34 @@ TEST(FusedOptimizer, AdamMatchesThePerParameterStep) {
         }
       }
     }
+  }
+}
+
+TEST(FusedOptimizer, MixedDtypesMissingGradientsAndEmptyParameters) {
+  SKIP_WITHOUT_GPU();
+  auto run = [](bool fused, bool adam) {
+    sg::manual_seed(5);
+    std::vector<sg::Tensor> params = {sg::randn({7}, on_gpu(sg::kFloat32)).requires_grad_(),
+                                      sg::randn({3, 3}, on_gpu(sg::kFloat64)).requires_grad_(),
+                                      sg::zeros({0}, on_gpu(sg::kFloat32)).requires_grad_(),
+                                      sg::randn({4}, on_gpu(sg::kFloat32)).requires_grad_()};  // no gradient
+    std::unique_ptr<sg::optim::Optimizer> opt;
+    if (adam) opt = std::make_unique<sg::optim::Adam>(params, sg::optim::AdamOptions{.lr = 0.1, .fused = fused});
+    else opt = std::make_unique<sg::optim::SGD>(params, sg::optim::SGDOptions{.lr = 0.1, .momentum = 0.5, .fused = fused});
+    for (int s = 0; s < 20; ++s) {
+      opt->zero_grad();
+      (sg::sum(sg::tanh(params[0])) + sg::sum(sg::tanh(params[1])) + sg::sum(params[2])).backward();
+      opt->step();
+    }
+    return params;
+  };
+  for (bool adam : {false, true}) {
+    const auto a = run(true, adam), b = run(false, adam);
+    expect_bitwise_equal(a[0], b[0], "float32 parameter");
+    expect_bitwise_equal(a[3], b[3], "the parameter without a gradient");
+    const std::vector<double> x = a[1].to_vector(), y = b[1].to_vector();
+    for (size_t j = 0; j < x.size(); ++j) EXPECT_NEAR(x[j], y[j], adam ? 1e-13 : 0.0) << "float64 parameter " << j;
+    EXPECT_EQ(a[2].numel(), 0);
   }
 }
 

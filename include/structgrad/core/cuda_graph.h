@@ -9,13 +9,14 @@
 
 struct CUstream_st;
 
+namespace sg::detail::cuda {
+struct GraphState;
+}
+
 namespace sg::cuda {
 
-/// A captured sequence of device work, replayed with one launch. Memory the captured work
-/// allocates comes from the graph's own pool, so tensors made during capture (the loss, the
-/// gradients) keep their addresses, and every replay writes them again. Inputs are static: copy new
-/// data into the tensors the step read during capture, then replay.
-/// Example:
+/// A captured sequence of device work, replayed with one launch; inputs are static (copy new data
+/// into the tensors the step read, then replay). docs/graphs.md has the rules. Example:
 ///   sg::cuda::Graph graph;
 ///   graph.capture([&] { opt.zero_grad(); loss = model(x); loss.backward(); opt.step(); });
 ///   for (const auto& batch : loader) { x.copy_(batch[0]); graph.replay(); }
@@ -41,9 +42,9 @@ class Graph {
   /// StreamGuard's). Refused when something the captured work depends on has changed since capture
   /// (an optimizer's learning rate, say). Example: `graph.replay();`
   void replay();
-  /// Waits for the last replay, then throws the first failed check of the captured ops (a Cholesky
-  /// pivot that is not positive, a zero on a solve's diagonal), as the eager op would have.
-  /// Example: `graph.replay(); if (step % 100 == 0) graph.check_errors();`
+  /// Waits for the last replay, then runs the captured ops' checks on its results (a Cholesky pivot
+  /// that is not positive, a zero on a solve's diagonal), throwing as the eager op would have.
+  /// Example: `graph.replay(); graph.check_errors();`
   void check_errors();
   /// Frees the captured work; the graph can capture again.
   void reset();
@@ -54,27 +55,14 @@ class Graph {
   /// The device the graph records work of.
   int device() const;
 
-  struct State;  ///< internal
-
  private:
-  std::unique_ptr<State> state_;
+  /// Ends a capture that an error cut short, dropping what it recorded.
+  void abort_capture();
+
+  std::unique_ptr<detail::cuda::GraphState> state_;
 };
 
 /// True while this thread captures work on `device` into a Graph.
 bool is_capturing(int device = 0);
 
 }  // namespace sg::cuda
-
-namespace sg::detail {
-/// True while this thread captures work on `device` (a CUDA device) into a sg::cuda::Graph.
-bool capturing(Device device);
-/// Throws, naming `op`, while this thread captures work on `device`: `op` does something a graph
-/// cannot replay (reads device memory back to the host, draws host-seeded random numbers, ...).
-void refuse_under_capture(const char* op, Device device, const char* reason);
-/// Under capture: runs `check` (an op's check of its own results, which reads them back) when the
-/// graph's user calls Graph::check_errors(), after the replays, instead of now.
-void defer_check(Device device, std::function<void()> check);
-/// Under capture: runs `check` before each replay; it throws when a host-side value the captured
-/// work was recorded with has changed since.
-void check_before_replay(Device device, std::function<void()> check);
-}  // namespace sg::detail

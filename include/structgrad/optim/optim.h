@@ -23,6 +23,7 @@ class Optimizer {
   /// Takes the parameters to update (leaves requiring grad).
   explicit Optimizer(std::vector<Tensor> params);
   virtual ~Optimizer();
+  /// Neither copyable nor movable: a captured step's replay checks refer to this object.
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
   /// Drops every parameter's gradient. Example: `opt.zero_grad(); loss.backward(); opt.step();`
@@ -121,7 +122,7 @@ class Adam : public Optimizer {
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override;
   AdamOptions options;  ///< may be changed between steps (e.g. a learning-rate schedule)
   /// Number of steps taken so far, replays of a captured step included (the t of the bias
-  /// correction; read back from the device in the fused CUDA step). Example: `opt.steps_taken()`.
+  /// correction; the fused CUDA step keeps it on the device, so this waits for it). Example: `opt.steps_taken()`.
   int64_t steps_taken() const;
   /// @{
   /// The first and second moment buffers of parameter i (for checkpoints).
