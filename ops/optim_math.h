@@ -10,6 +10,18 @@
 
 namespace sg::detail {
 
+/// a·b + c rounded once, on the host and the device alike. The updates spell out their fused
+/// multiply-adds, so that no compiler contracts them differently in the per-parameter and the
+/// multi-tensor kernels: both round every element the same way.
+template <typename T>
+SG_HD T fmadd(T a, T b, T c) {
+#ifdef __CUDA_ARCH__
+  return fma(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
 // ---- SGD ------------------------------------------------------------------------------------
 //   g   = grad + weight_decay·param
 //   buf = first_step ? g : momentum·buf + (1 − dampening)·g        (when momentum != 0)
@@ -42,12 +54,12 @@ inline SgdCoefficients<T> sgd_coefficients(const SgdParams& h) {
 template <typename T>
 SG_HD T sgd_update(T param, T grad, T& momentum_buf, const SgdCoefficients<T>& c) {
   T g = grad;
-  if (c.weight_decay != T(0)) g += c.weight_decay * param;
+  if (c.weight_decay != T(0)) g = fmadd(c.weight_decay, param, g);
   if (c.use_momentum) {
-    momentum_buf = c.first_step ? g : c.momentum * momentum_buf + c.one_minus_dampening * g;
-    g = c.nesterov ? g + c.momentum * momentum_buf : momentum_buf;
+    momentum_buf = c.first_step ? g : fmadd(c.momentum, momentum_buf, c.one_minus_dampening * g);
+    g = c.nesterov ? fmadd(c.momentum, momentum_buf, g) : momentum_buf;
   }
-  return param - c.lr * g;
+  return fmadd(-c.lr, g, param);
 }
 
 // ---- Adam / AdamW -------------------------------------------------------------------------
@@ -93,14 +105,14 @@ SG_HD void adam_update(T& param, T grad, T& exp_avg, T& exp_avg_sq, const AdamCo
     if (c.decoupled_weight_decay) {
       param *= c.decay_factor;
     } else {
-      g += c.weight_decay * param;
+      g = fmadd(c.weight_decay, param, g);
     }
   }
-  exp_avg = c.beta1 * exp_avg + c.one_minus_beta1 * g;
-  exp_avg_sq = c.beta2 * exp_avg_sq + c.one_minus_beta2 * g * g;
+  exp_avg = fmadd(c.beta1, exp_avg, c.one_minus_beta1 * g);
+  exp_avg_sq = fmadd(c.beta2, exp_avg_sq, (c.one_minus_beta2 * g) * g);
   const T m_hat = exp_avg / c.bias_correction1;
   const T v_hat = exp_avg_sq / c.bias_correction2;
-  param -= c.lr * m_hat / (sqrt(v_hat) + c.eps);
+  param -= (c.lr * m_hat) / (sqrt(v_hat) + c.eps);
 }
 
 }  // namespace sg::detail
