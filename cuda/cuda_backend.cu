@@ -1,14 +1,9 @@
-// The CUDA backend of one device: Thrust maps for the elementwise ops (the math of
+// The CUDA backend of one device: grid-stride maps for the elementwise ops (the math of
 // ops/functors.h), own kernels for sums, transposes, structure ops, random numbers and the
 // fused optimizer steps, cuBLAS for Dense·Dense, the structured GEMM for everything else.
 // All work goes to the device's library stream; only transfers to the host synchronise.
 #include "cuda/cuda_backend.h"
 
-#include <thrust/execution_policy.h>
-#include <thrust/fill.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/system/cuda/execution_policy.h>
-#include <thrust/transform.h>
 
 #include <algorithm>
 #include <array>
@@ -46,18 +41,32 @@ constexpr int64_t kMaxGridYZ = 65535;
 
 // ---- elementwise functors (the math lives in ops/functors.h) --------------------------
 
+// Elementwise maps, each run by launch_for_each: one plain launch on the library stream.
+
+template <typename T>
+struct FillMap {
+  T* out;
+  T value;
+  __device__ void operator()(int64_t i) const { out[i] = value; }
+};
+
 template <typename T>
 struct UnaryMap {
   UnaryOp op;
   T alpha;
-  __host__ __device__ T operator()(T x) const { return apply_unary<T>(op, x, alpha); }
+  const T* in;
+  T* out;
+  __device__ void operator()(int64_t i) const { out[i] = apply_unary<T>(op, in[i], alpha); }
 };
 
 template <typename T>
 struct BinaryMap {
   BinaryOp op;
   T alpha;
-  __host__ __device__ T operator()(T a, T b) const { return apply_binary<T>(op, a, b, alpha); }
+  const T* a;
+  const T* b;
+  T* out;
+  __device__ void operator()(int64_t i) const { out[i] = apply_binary<T>(op, a[i], b[i], alpha); }
 };
 
 /// Output element i of a broadcast reads a and b at the offsets the Broadcast gives it.
@@ -67,17 +76,20 @@ struct BroadcastBinaryMap {
   T alpha;
   const T* a;
   const T* b;
+  T* out;
   Broadcast bc;
-  __host__ __device__ T operator()(int64_t i) const {
+  __device__ void operator()(int64_t i) const {
     int64_t ao = 0, bo = 0;
     broadcast_offsets(bc, i, ao, bo);
-    return apply_binary<T>(op, a[ao], b[bo], alpha);
+    out[i] = apply_binary<T>(op, a[ao], b[bo], alpha);
   }
 };
 
 template <typename From, typename To>
 struct ConvertMap {
-  __host__ __device__ To operator()(From x) const { return static_cast<To>(x); }
+  const From* in;
+  To* out;
+  __device__ void operator()(int64_t i) const { out[i] = static_cast<To>(in[i]); }
 };
 
 // ---- sums -------------------------------------------------------------------------------
@@ -384,7 +396,7 @@ void CudaBackend::fill(Tensor& out, double value) {
   DeviceGuard guard(device_);
   dispatch_any(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    run_thrust("fill", [&] { thrust::fill_n(on_stream(device_), data_of<T>(out), n, static_cast<T>(value)); });
+    launch_for_each("fill", device_, n, FillMap<T>{data_of<T>(out), static_cast<T>(value)});
   });
 }
 
@@ -406,10 +418,7 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
     using From = decltype(from_tag);
     dispatch_any(dst.dtype(), [&](auto to_tag) {
       using To = decltype(to_tag);
-      const From* from = data_of<From>(src);
-      run_thrust("copy", [&] {
-        thrust::transform(on_stream(device_), from, from + n, data_of<To>(dst), ConvertMap<From, To>{});
-      });
+      launch_for_each("copy", device_, n, ConvertMap<From, To>{data_of<From>(src), data_of<To>(dst)});
     });
   });
 }
@@ -447,10 +456,7 @@ void CudaBackend::unary(UnaryOp op, const Tensor& x, Tensor& out, double alpha) 
   DeviceGuard guard(device_);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* in = data_of<T>(x);
-    run_thrust("unary", [&] {
-      thrust::transform(on_stream(device_), in, in + n, data_of<T>(out), UnaryMap<T>{op, static_cast<T>(alpha)});
-    });
+    launch_for_each("unary", device_, n, UnaryMap<T>{op, static_cast<T>(alpha), data_of<T>(x), data_of<T>(out)});
   });
 }
 
@@ -472,18 +478,12 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
     if (bc.same) {
       SG_CHECK(a.numel() == n && b.numel() == n, "cuda binary: shapes ", a.shape(), " and ", b.shape(),
                " do not match the output ", out.shape());
-      run_thrust("binary", [&] {
-        thrust::transform(on_stream(device_), pa, pa + n, pb, po, BinaryMap<T>{op, static_cast<T>(alpha)});
-      });
+      launch_for_each("binary", device_, n, BinaryMap<T>{op, static_cast<T>(alpha), pa, pb, po});
     } else {
       int64_t covered = 1;
       for (int d = 0; d < bc.dims; ++d) covered *= bc.size[d];
       SG_CHECK(covered == n, "cuda binary: the broadcast covers ", covered, " elements, the output ", out.shape());
-      const BroadcastBinaryMap<T> map{op, static_cast<T>(alpha), pa, pb, bc};
-      run_thrust("binary", [&] {
-        thrust::transform(on_stream(device_), thrust::counting_iterator<int64_t>(0),
-                          thrust::counting_iterator<int64_t>(n), po, map);
-      });
+      launch_for_each("binary", device_, n, BroadcastBinaryMap<T>{op, static_cast<T>(alpha), pa, pb, po, bc});
     }
   });
 }

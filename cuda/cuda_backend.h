@@ -8,7 +8,7 @@ namespace sg::detail {
 
 namespace cuda {
 
-/// Thrust for elementwise maps, own kernels for reductions, layout and structure ops,
+/// Own kernels for elementwise maps, reductions, layout and structure ops,
 /// cuBLAS for Dense·Dense products (float64 Symmetric operands with stored mirrors count as Dense),
 /// the structured GEMM (cuda/structured_gemm.h) otherwise.
 /// cuda_backend.cu holds most of it; select_kernels.cu the comparisons, arg reductions, gathers,

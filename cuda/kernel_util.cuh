@@ -1,13 +1,9 @@
 // Launch helpers shared by the CUDA backend's kernel files: grid-stride launches on the library
-// stream, Thrust calls with their errors turned into sg::Error, and dispatch on the dtype.
-// Internal to cuda/.
+// stream and dispatch on the dtype. Internal to cuda/.
 #pragma once
-
-#include <thrust/system/cuda/execution_policy.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 
 #include <structgrad/core/tensor.h>
 #include "cuda/check.h"
@@ -38,20 +34,6 @@ void launch_for_each(const char* kernel_name, int device, int64_t n, const Index
   for_each_index_kernel<<<grid_for(device, n), kThreads, 0, stream(device)>>>(n, f);
   SG_CUDA_CHECK_LAUNCH(kernel_name);
 }
-
-/// Runs a Thrust algorithm, turning its exceptions into sg::Error, then checks the launch.
-template <typename ThrustCall>
-void run_thrust(const char* op, ThrustCall&& call) {
-  try {
-    call();
-  } catch (const std::exception& e) {
-    SG_FAIL("cuda ", op, ": Thrust call failed: ", e.what());
-  }
-  SG_CUDA_CHECK_LAUNCH(op);
-}
-
-/// Thrust's policy for the library stream of `device`, without a synchronisation after each call.
-inline auto on_stream(int device) { return thrust::cuda::par_nosync.on(stream(device)); }
 
 /// Calls fn(T{}) with T = float or double; the floating-point kernels take no int64.
 template <typename Fn>
