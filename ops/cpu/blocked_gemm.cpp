@@ -228,17 +228,16 @@ class BlockedGemm {
     const int64_t num_tiles = static_cast<int64_t>(tiles.size());
     int64_t total_cost = 0;
     for (const Tile& t : tiles) total_cost += t.cost;
-    // Small products stay on one thread (kMinParallelMacs says why), larger ones take a thread per
-    // kMinParallelMacs / 2 multiply-adds. A serial product enters no OpenMP region: libgomp
-    // allocates a team even for one whose `if` is false.
-    const int threads =
-        num_tiles > 1 ? static_cast<int>(std::min<int64_t>(threads_for(total_cost, kMinParallelMacs), num_tiles)) : 1;
+    // Small products stay on one thread (kMinParallelMacs says why).
+    // A serial product enters no OpenMP region: libgomp allocates a team even for one whose `if`
+    // is false.
+    const bool parallel = num_tiles > 1 && total_cost >= kMinParallelMacs;
     int64_t macs = 0;
-    if (threads <= 1) {
+    if (!parallel) {
       Workspace<T> workspace;
       for (int64_t t = 0; t < num_tiles; ++t) macs += compute_tile(tiles[t].region, workspace);
     } else {
-#pragma omp parallel num_threads(threads) reduction(+ : macs)
+#pragma omp parallel reduction(+ : macs)
       {
         Workspace<T> workspace;
 #pragma omp for schedule(dynamic, 1)

@@ -26,14 +26,14 @@ constexpr int64_t kParallelThreshold = 1 << 17;
 template <typename T>
 T* ptr(const Tensor& t) { return static_cast<T*>(t.data_ptr()); }
 
-/// body(i) for i < n on `threads` OpenMP threads (threads_for). A loop that stays on one thread
+/// body(i) for i < n, on the OpenMP threads when `parallel`. A loop that stays on one thread
 /// enters no OpenMP construct: libgomp allocates and frees a team even for a parallel region whose
 /// `if` is false, and those allocations (each consolidating malloc's free lists) took a tenth of a
 /// d = 16 training step of bench_train_step.
 template <typename F>
-void parallel_for(int64_t n, int threads, F&& body) {
-  if (threads > 1) {
-#pragma omp parallel for num_threads(threads)
+void parallel_for(int64_t n, bool parallel, F&& body) {
+  if (parallel) {
+#pragma omp parallel for
     for (int64_t i = 0; i < n; ++i) body(i);
     return;
   }
@@ -79,7 +79,7 @@ void for_each_broadcast_row(const Broadcast& bc, int64_t n, F&& row) {
   const int64_t last = bc.dims > 0 ? bc.size[bc.dims - 1] : 1;
   const int64_t a_step = bc.dims > 0 ? bc.a_stride[bc.dims - 1] : 0;
   const int64_t b_step = bc.dims > 0 ? bc.b_stride[bc.dims - 1] : 0;
-  parallel_for(n / last, cpu::threads_for(n, kParallelThreshold), [&](int64_t r) {
+  parallel_for(n / last, n > kParallelThreshold, [&](int64_t r) {
     int64_t ao = 0, bo = 0;
     if (bc.dims == 2) {  // a matrix against a row or a column: no division
       ao = r * bc.a_stride[0];
@@ -166,8 +166,7 @@ class CpuBackend final : public Backend {
       const int64_t n = x.numel();
       const T a = static_cast<T>(alpha);
       dispatch_op<UnaryOp, UnaryOp::FiniteOrZero>(op, [&](auto op_c) {
-        parallel_for(n, cpu::threads_for(n, kParallelThreshold),
-                     [&](int64_t i) { o[i] = apply_unary<T>(op_c, in[i], a); });
+        parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = apply_unary<T>(op_c, in[i], a); });
       });
     });
   }
@@ -183,8 +182,7 @@ class CpuBackend final : public Backend {
       dispatch_op<BinaryOp, BinaryOp::ClampMaxGrad>(op, [&](auto op_c) {
         if (bc.same) {
           const int64_t n = out.numel();
-          parallel_for(n, cpu::threads_for(n, kParallelThreshold),
-                       [&](int64_t i) { o[i] = apply_binary<T>(op_c, pa[i], pb[i], al); });
+          parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = apply_binary<T>(op_c, pa[i], pb[i], al); });
           return;
         }
         for_each_broadcast_row(bc, out.numel(), [&](int64_t i, int64_t ao, int64_t bo, int64_t count, int64_t a_step,
@@ -265,7 +263,7 @@ class CpuBackend final : public Backend {
       T* o = ptr<T>(out);
       const int64_t* index = m.index ? ptr<int64_t>(*m.index) : nullptr;
       const int64_t n = m.outer * m.count * m.inner;
-      parallel_for(n, cpu::threads_for(n, kParallelThreshold), [&](int64_t t) {
+      parallel_for(n, n > kParallelThreshold, [&](int64_t t) {
         const int64_t i = t % m.inner, rest = t / m.inner;
         const int64_t j = rest % m.count, q = rest / m.count;
         o[t] = in[(q * m.extent + index_position(m, index, q, j, i)) * m.inner + i];
@@ -385,7 +383,7 @@ class CpuBackend final : public Backend {
       using T = decltype(zero);
       T* o = ptr<T>(out);
       const int64_t n = out.numel();
-      parallel_for(n, cpu::threads_for(n, kParallelThreshold), [&](int64_t i) {
+      parallel_for(n, n > kParallelThreshold, [&](int64_t i) {
         const uint64_t counter = offset + static_cast<uint64_t>(i);
         o[i] = static_cast<T>(kind == RandomKind::Uniform ? random_uniform(seed, counter) : random_normal(seed, counter));
       });

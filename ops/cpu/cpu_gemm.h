@@ -2,7 +2,6 @@
 // and the blocked fast path (tile skipping + k-range restriction over Eigen block products).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #ifdef _OPENMP
@@ -18,18 +17,6 @@ namespace sg::detail::cpu {
 /// OpenMP parallel region costs about 60 µs (waking the sleeping second thread), more than a
 /// small product takes alone: x[1024, 16]·Uᵀ took 82 µs on two threads and 11 µs on one.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 23;
-
-/// Threads for `work` units where a thread pays from `grain` units on: one below `grain`, then one
-/// per grain/2 units up to OpenMP's limit, so that mid-sized work does not wake every core of a
-/// large machine for a few microseconds each.
-inline int threads_for(int64_t work, int64_t grain) {
-  if (work < grain) return 1;
-#ifdef _OPENMP
-  return static_cast<int>(std::max<int64_t>(2, std::min<int64_t>(work / (grain / 2), omp_get_max_threads())));
-#else
-  return 1;
-#endif
-}
 
 /// Calls f() with OpenMP, and so Eigen, limited to one thread when `macs` is below
 /// kMinParallelMacs. omp_set_num_threads changes only the calling thread's setting, so
