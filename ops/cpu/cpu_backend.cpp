@@ -40,6 +40,19 @@ void parallel_for(int64_t n, bool parallel, F&& body) {
   for (int64_t i = 0; i < n; ++i) body(i);
 }
 
+/// body(i) for i < n as one SIMD loop per thread: the iterations must be independent (each
+/// touches element i of arrays that do not overlap). Large loops split over the OpenMP threads.
+template <typename F>
+void vector_loop(int64_t n, F&& body) {
+  if (n >= kParallelThreshold) {
+#pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+
 /// Calls f(T{}) with T = float or double; the floating-point kernels take no int64.
 template <typename F>
 void dispatch_dtype(DType dtype, F&& f) {
@@ -442,15 +455,18 @@ class CpuBackend final : public Backend {
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdParams& h) override {
     dispatch_dtype(param.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      T* p = ptr<T>(param);
-      const T* g = ptr<T>(grad);
-      T* buf = momentum_buf.defined() ? ptr<T>(momentum_buf) : nullptr;
+      T* __restrict p = ptr<T>(param);
+      const T* __restrict g = ptr<T>(grad);
       const SgdCoefficients<T> c = sgd_coefficients<T>(h);
-      const int64_t n = param.numel();
-      for (int64_t i = 0; i < n; ++i) {
-        T unused = T(0);
-        p[i] = sgd_update<T>(p[i], g[i], buf ? buf[i] : unused, c);
+      if (!momentum_buf.defined()) {
+        vector_loop(param.numel(), [&](int64_t i) {
+          T unused = T(0);
+          p[i] = sgd_update<T>(p[i], g[i], unused, c);
+        });
+        return;
       }
+      T* __restrict buf = ptr<T>(momentum_buf);
+      vector_loop(param.numel(), [&](int64_t i) { p[i] = sgd_update<T>(p[i], g[i], buf[i], c); });
     });
   }
 
@@ -458,13 +474,12 @@ class CpuBackend final : public Backend {
                  const AdamParams& h) override {
     dispatch_dtype(param.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      T* p = ptr<T>(param);
-      const T* g = ptr<T>(grad);
-      T* m = ptr<T>(exp_avg);
-      T* v = ptr<T>(exp_avg_sq);
+      T* __restrict p = ptr<T>(param);
+      const T* __restrict g = ptr<T>(grad);
+      T* __restrict m = ptr<T>(exp_avg);
+      T* __restrict v = ptr<T>(exp_avg_sq);
       const AdamCoefficients<T> c = adam_coefficients<T>(h);
-      const int64_t n = param.numel();
-      for (int64_t i = 0; i < n; ++i) adam_update<T>(p[i], g[i], m[i], v[i], c);
+      vector_loop(param.numel(), [p, g, m, v, c](int64_t i) { adam_update<T>(p[i], g[i], m[i], v[i], c); });
     });
   }
 
